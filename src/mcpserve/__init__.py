@@ -1,0 +1,75 @@
+"""mcpserve: fast, correct MCP servers in a few lines of Python.
+
+::
+
+    from mcpserve import Server
+
+    server = Server("demo")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+    server.run()
+"""
+
+from .client.client import Client as Client
+from .protocol.constants import LATEST_VERSION as LATEST_VERSION
+from .protocol.core import Auth as Auth
+from .protocol.errors import InvalidParams as InvalidParams
+from .protocol.errors import MCPError as MCPError
+from .protocol.errors import MethodNotFound as MethodNotFound
+from .protocol.errors import MissingClientCapability as MissingClientCapability
+from .protocol.errors import ToolError as ToolError
+from .server.completions import Completion as Completion
+from .server.content import Audio as Audio
+from .server.content import EmbeddedResource as EmbeddedResource
+from .server.content import Image as Image
+from .server.content import ResourceLink as ResourceLink
+from .server.context import Context as Context
+from .server.handlers import blocking as blocking
+from .server.middleware import CallNext as CallNext
+from .server.middleware import Middleware as Middleware
+from .server.prompts import Message as Message
+from .server.prompts import Prompt as Prompt
+from .server.resources import CachePolicy as CachePolicy
+from .server.resources import Contents as Contents
+from .server.resources import Resource as Resource
+from .server.resources import ResourceTemplate as ResourceTemplate
+from .server.schema import Header as Header
+from .server.server import Server as Server
+from .server.tools import Tool as Tool
+from .server.tools import ToolResult as ToolResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LATEST_VERSION",
+    "Audio",
+    "Auth",
+    "CachePolicy",
+    "CallNext",
+    "Client",
+    "Completion",
+    "Contents",
+    "Context",
+    "EmbeddedResource",
+    "Header",
+    "Image",
+    "InvalidParams",
+    "MCPError",
+    "Message",
+    "MethodNotFound",
+    "Middleware",
+    "MissingClientCapability",
+    "Prompt",
+    "Resource",
+    "ResourceLink",
+    "ResourceTemplate",
+    "Server",
+    "Tool",
+    "ToolError",
+    "ToolResult",
+    "blocking",
+]

@@ -1,0 +1,157 @@
+"""How a :class:`~mcpserve.Client` reaches a server: in memory, or over a stdio pipe.
+
+Both connections move the same JSON-RPC dicts. The in-memory one round-trips every message
+through the JSON encoder, so anything a handler returns that would not survive the wire
+fails in tests exactly as it would in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..protocol.jsonrpc import JSONDict, RequestId, dumps, loads
+
+if TYPE_CHECKING:
+    from ..server.server import Server
+
+NotificationHandler = Callable[[JSONDict], Awaitable[None] | None]
+
+
+class Connection(Protocol):
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+    async def request(self, message: JSONDict) -> JSONDict: ...
+    async def notify(self, message: JSONDict) -> None: ...
+
+
+async def _deliver(handler: NotificationHandler | None, message: JSONDict) -> None:
+    if handler is not None:
+        outcome = handler(message)
+        if outcome is not None:
+            await outcome
+
+
+class MemoryConnection:
+    """Drives a :class:`Server` in this process, through the JSON encoder both ways."""
+
+    def __init__(self, server: Server, on_notification: NotificationHandler | None) -> None:
+        self.server = server
+        self.on_notification = on_notification
+        self._running: contextlib.AbstractAsyncContextManager[Any] | None = None
+
+    async def open(self) -> None:
+        self._running = self.server.running()
+        await self._running.__aenter__()
+
+    async def close(self) -> None:
+        if self._running is not None:
+            running, self._running = self._running, None
+            await running.__aexit__(None, None, None)
+
+    async def request(self, message: JSONDict) -> JSONDict:
+        async def send(notification: JSONDict) -> None:
+            await _deliver(self.on_notification, loads(dumps(notification)))
+
+        response = await self.server.handle(loads(dumps(message)), send=send)
+        assert response is not None, "a request always gets a response"
+        return loads(dumps(response))  # type: ignore[no-any-return]
+
+    async def notify(self, message: JSONDict) -> None:
+        await self.server.handle(loads(dumps(message)))
+
+
+class StdioConnection:
+    """Spawns a server command and speaks newline-delimited JSON-RPC over its pipes."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: dict[str, str] | None,
+        cwd: str | None,
+        on_notification: NotificationHandler | None,
+    ) -> None:
+        self.command = list(command)
+        self.env = env
+        self.cwd = cwd
+        self.on_notification = on_notification
+        self.process: asyncio.subprocess.Process | None = None
+        self._pending: dict[RequestId, asyncio.Future[JSONDict]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self.shutdown_timeout = 5.0
+
+    async def open(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, **self.env} if self.env else None,
+            cwd=self.cwd,
+            limit=64 * 1024 * 1024,
+        )
+        self._reader = asyncio.create_task(self._read())
+
+    def _pipes(self) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+        process = self.process
+        if process is None or process.stdin is None or process.stdout is None:
+            raise ConnectionError("the connection is not open")
+        return process.stdin, process.stdout
+
+    async def _read(self) -> None:
+        _, stdout = self._pipes()
+        async for line in stdout:
+            if not line.strip():
+                continue
+            message = loads(line)
+            if not isinstance(message, dict):
+                continue
+            if "method" in message:
+                await _deliver(self.on_notification, message)
+                continue
+            future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            if future is not None and not future.done():
+                future.set_result(message)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError("the server closed its stdout"))
+
+    async def _write(self, message: JSONDict) -> None:
+        stdin, _ = self._pipes()
+        stdin.write(dumps(message) + b"\n")
+        await stdin.drain()
+
+    async def request(self, message: JSONDict) -> JSONDict:
+        future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
+        self._pending[message["id"]] = future
+        await self._write(message)
+        return await future
+
+    async def notify(self, message: JSONDict) -> None:
+        await self._write(message)
+
+    async def close(self) -> None:
+        """Close stdin (the server's signal to finish) and wait for it to exit."""
+        process = self.process
+        if process is None:
+            return
+        if process.stdin is not None and not process.stdin.is_closing():
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), self.shutdown_timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+
+
+_ids = itertools.count(1)
+
+
+def next_id() -> int:
+    return next(_ids)

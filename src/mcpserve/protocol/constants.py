@@ -1,0 +1,46 @@
+"""Names and numbers fixed by the MCP specification, in one place."""
+
+from __future__ import annotations
+
+from typing import Final
+
+LATEST_VERSION: Final = "2026-07-28"
+#: Versions served statelessly, with per-request ``_meta``.
+MODERN_VERSIONS: Final = ("2026-07-28",)
+#: Handshake-era versions, served after ``initialize``.
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+
+# Reserved ``_meta`` keys.
+META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+TRACE_KEYS: Final = ("traceparent", "tracestate", "baggage")
+
+# JSON-RPC and MCP error codes.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+HEADER_MISMATCH: Final = -32020
+MISSING_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+#: syslog severities, least severe first (RFC 5424 order reversed).
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+LOG_LEVEL_RANK: Final = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+#: Methods that may answer with ``resultType: "input_required"``.
+INPUT_REQUIRED_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})

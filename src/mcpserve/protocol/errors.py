@@ -1,0 +1,108 @@
+"""Errors that know their wire form.
+
+Every failure that reaches the peer is an :class:`MCPError` carrying its JSON-RPC code.
+A :class:`ToolError` is different: it is the tool telling the model something went wrong,
+so it becomes a ``CallToolResult`` with ``isError: true`` rather than a JSON-RPC error.
+Anything else raised by user code is unexpected: :func:`error_from_exception` logs it with
+a correlation id and hands the peer only that id.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Any
+
+from . import constants as c
+
+logger = logging.getLogger("mcpserve")
+
+
+class MCPError(Exception):
+    """A JSON-RPC error with its code, one-sentence message and optional ``data``."""
+
+    code: int = c.INTERNAL_ERROR
+
+    def __init__(self, message: str, *, data: Any = None, code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        if code is not None:
+            self.code = code
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code}, {self.message!r})"
+
+
+class ParseError(MCPError):
+    code = c.PARSE_ERROR
+
+
+class InvalidRequest(MCPError):
+    code = c.INVALID_REQUEST
+
+
+class MethodNotFound(MCPError):
+    code = c.METHOD_NOT_FOUND
+
+
+class InvalidParams(MCPError):
+    code = c.INVALID_PARAMS
+
+
+class InternalError(MCPError):
+    code = c.INTERNAL_ERROR
+
+
+class HeaderMismatch(MCPError):
+    code = c.HEADER_MISMATCH
+
+
+class MissingClientCapability(MCPError):
+    """The request's ``clientCapabilities`` lack something the server cannot do without."""
+
+    code = c.MISSING_CLIENT_CAPABILITY
+
+    def __init__(self, required: dict[str, Any], message: str | None = None) -> None:
+        names = ", ".join(sorted(required)) or "a capability"
+        super().__init__(
+            message or f"This request requires the client capability: {names}",
+            data={"requiredCapabilities": required},
+        )
+
+
+class UnsupportedProtocolVersion(MCPError):
+    code = c.UNSUPPORTED_PROTOCOL_VERSION
+
+    def __init__(self, requested: str, supported: list[str], message: str | None = None) -> None:
+        super().__init__(
+            message or f"Unsupported protocol version: {requested}",
+            data={"supported": supported, "requested": requested},
+        )
+
+
+class ToolError(Exception):
+    """Raise inside a tool to return ``isError: true`` with this message, verbatim.
+
+    The message is meant for the model: say what went wrong and how to fix the call.
+    """
+
+
+def error_from_exception(exc: BaseException) -> MCPError:
+    """Turn any exception into the error the peer may see.
+
+    An :class:`MCPError` passes through. Anything else is logged here with a
+    correlation id; the peer gets that id and nothing of the exception itself.
+    """
+    if isinstance(exc, MCPError):
+        return exc
+    ref = secrets.token_hex(6)
+    logger.error("Unhandled error (ref %s)", ref, exc_info=exc)
+    return InternalError(f"Internal error (ref {ref})")

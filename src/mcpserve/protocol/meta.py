@@ -1,0 +1,75 @@
+"""Per-request ``_meta``: the protocol fields every 2026-07-28 request carries.
+
+Nothing here is remembered between requests (CHECKLIST B16): the version, capabilities,
+client identity, log level, progress token and trace context are read from each request
+and live exactly as long as it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import constants as c
+from .errors import InvalidParams
+
+
+class InvalidMeta(InvalidParams):
+    """A request's required ``_meta`` fields are missing or malformed.
+
+    A subclass so the HTTP transport can answer it with 400 while other -32602 errors
+    (an unknown tool, a bad cursor) are ordinary 200 answers.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMeta:
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    progress_token: str | int | None = None
+    trace: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def read_meta(params: dict[str, Any] | None) -> RequestMeta:
+    """Validate and read ``params._meta``, raising :class:`InvalidMeta` (-32602)."""
+    meta = params.get("_meta") if params is not None else None
+    if not isinstance(meta, dict):
+        raise InvalidMeta(
+            "Invalid params: missing _meta with the protocol version and client capabilities",
+            data={"missing": [c.META_PROTOCOL_VERSION, c.META_CLIENT_CAPABILITIES]},
+        )
+    version = meta.get(c.META_PROTOCOL_VERSION)
+    capabilities = meta.get(c.META_CLIENT_CAPABILITIES)
+    if type(version) is not str or not isinstance(capabilities, dict):
+        missing = []
+        if type(version) is not str:
+            missing.append(c.META_PROTOCOL_VERSION)
+        if not isinstance(capabilities, dict):
+            missing.append(c.META_CLIENT_CAPABILITIES)
+        raise InvalidMeta(
+            f"Invalid params: missing or malformed _meta field {', '.join(missing)}",
+            data={"missing": missing},
+        )
+    client_info = meta.get(c.META_CLIENT_INFO)
+    log_level = meta.get(c.META_LOG_LEVEL)
+    if log_level is not None and log_level not in c.LOG_LEVEL_RANK:
+        raise InvalidParams(
+            f"Invalid params: unknown log level {str(log_level)[:40]!r}",
+            data={"supported": list(c.LOG_LEVELS)},
+        )
+    token = meta.get("progressToken")
+    if token is not None and type(token) not in (str, int):
+        raise InvalidParams("Invalid params: progressToken must be a string or an integer")
+    trace = {key: meta[key] for key in c.TRACE_KEYS if type(meta.get(key)) is str}
+    return RequestMeta(
+        protocol_version=version,
+        client_capabilities=capabilities,
+        client_info=client_info if isinstance(client_info, dict) else None,
+        log_level=log_level,
+        progress_token=token,
+        trace=trace,
+        raw=meta,
+    )

@@ -1,0 +1,1 @@
+"""The server side: tools, prompts, resources and the handlers that serve them."""

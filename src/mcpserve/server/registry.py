@@ -1,0 +1,127 @@
+"""What a server offers: its tools, resources, templates, prompts and completers.
+
+Each collection is an insertion-ordered dict, so list results are deterministic (T03) and
+lookups by name are one dict access. Every change bumps ``version``; listeners registered
+with :meth:`Registry.on_change` hear which list changed, so the subscription layer can tell
+clients (and caches keyed on ``version`` know to rebuild).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from .completions import Completer
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate
+from .tools import Tool
+
+T = TypeVar("T")
+ListKind = Literal["tools", "resources", "prompts"]
+CompletionKey = tuple[Literal["ref/prompt", "ref/resource"], str, str]
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self.completers: dict[CompletionKey, Completer] = {}
+        self.version = 0
+        self._listeners: list[Callable[[ListKind], None]] = []
+        self._entries: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+
+    def on_change(self, listener: Callable[[ListKind], None]) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self, kind: ListKind) -> None:
+        self.version += 1
+        for listener in self._listeners:
+            listener(kind)
+
+    # -- adding and removing ---------------------------------------------------------------
+
+    def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
+        _check_new(self.tools, tool.name, "tool", replace)
+        self.tools[tool.name] = tool
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> Tool:
+        tool = _pop(self.tools, name, "tool")
+        self._changed("tools")
+        return tool
+
+    def add_resource(self, resource: Resource | ResourceTemplate, *, replace: bool = False) -> None:
+        if isinstance(resource, Resource):
+            _check_new(self.resources, resource.uri, "resource", replace)
+            self.resources[resource.uri] = resource
+        else:
+            key = resource.template.template
+            _check_new(self.templates, key, "resource template", replace)
+            self.templates[key] = resource
+        self._changed("resources")
+
+    def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
+        removed: Resource | ResourceTemplate
+        if uri_or_template in self.resources:
+            removed = self.resources.pop(uri_or_template)
+        else:
+            removed = _pop(self.templates, uri_or_template, "resource")
+        self._changed("resources")
+        return removed
+
+    def add_prompt(self, prompt: Prompt, *, replace: bool = False) -> None:
+        _check_new(self.prompts, prompt.name, "prompt", replace)
+        self.prompts[prompt.name] = prompt
+        self._changed("prompts")
+
+    def remove_prompt(self, name: str) -> Prompt:
+        prompt = _pop(self.prompts, name, "prompt")
+        self._changed("prompts")
+        return prompt
+
+    def add_completer(self, key: CompletionKey, completer: Completer) -> None:
+        self.completers[key] = completer
+        self.version += 1
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def find_resource(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
+        """The resource serving ``uri``: an exact URI first, then templates in order."""
+        resource = self.resources.get(uri)
+        if resource is not None:
+            return resource, {}
+        for template in self.templates.values():
+            variables = template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None
+
+    def entries(self, kind: Literal["tools", "resources", "templates", "prompts"]) -> list[Any]:
+        """The wire entries of one list, built once per registry version."""
+        cached = self._entries.get(kind)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        sources: dict[str, dict[str, Any]] = {
+            "tools": self.tools,
+            "resources": self.resources,
+            "templates": self.templates,
+            "prompts": self.prompts,
+        }
+        source = sources[kind]
+        built = [item.wire for item in source.values()]
+        self._entries[kind] = (self.version, built)
+        return built
+
+
+def _check_new(items: dict[str, Any], key: str, what: str, replace: bool) -> None:
+    if key in items and not replace:
+        raise ValueError(f"A {what} named {key!r} is already registered (pass replace=True)")
+
+
+def _pop(items: dict[str, T], key: str, what: str) -> T:
+    try:
+        return items.pop(key)
+    except KeyError:
+        raise KeyError(f"No {what} named {key!r} is registered") from None

@@ -1,0 +1,491 @@
+"""Function signatures to JSON Schema, argument validators and result serializers.
+
+Theory of operation
+-------------------
+All the expensive work happens once, when a tool, prompt or resource template is registered.
+
+:func:`inspect_arguments` resolves the hints with ``typing.get_type_hints`` (so modules using
+``from __future__ import annotations`` work), sets the context parameter aside and builds a
+functional ``TypedDict`` with one key per parameter; defaults and docstring descriptions ride
+along as ``Field(default=..., description=...)``. A TypedDict rather than a model because
+pydantic-core validates it straight into the kwargs ``dict``: no model instance to unpack and
+no clash between parameter names (``json``, ``schema``, ``model_*``) and ``BaseModel``.
+
+Schemas come from pydantic's generator with :class:`CleanJsonSchemaGenerator`, which never
+invents titles from field or class names but keeps the ones users set, and then go through
+:func:`clean_schema`:
+
+* ``$ref``s are inlined and ``$defs`` dropped, because several MCP clients ignore ``$defs``.
+  Recursive definitions cannot be inlined, so those alone stay in ``$defs``.
+* ``Optional[X]`` becomes ``{"type": [t, "null"], ...}`` when ``X`` is *flat*: one string
+  ``type`` and no ``enum``, ``const`` or subschemas. Every other keyword of a flat schema only
+  constrains values of type ``t``, so the rewrite is exact and reads better. Anything richer
+  (objects, arrays, enums, literals) stays ``{"anyOf": [X, {"type": "null"}]}``; there the
+  type-list form would be wrong (``enum`` would still reject ``null``) or harder to read.
+
+:func:`inspect_output` classifies the return annotation once and keeps one ``TypeAdapter``.
+
+Per call, :meth:`ArgumentSpec.validate` is one pydantic-core call. Lax mode validates the
+decoded Python dict directly. Strict mode re-encodes the arguments with orjson and validates
+them as JSON: pydantic's *Python* strict mode demands real instances (an ``Enum`` member, a
+``datetime``, a dataclass object) that a JSON payload can never hold, while its JSON strict mode
+has exactly the semantics a wire protocol wants.
+"""
+
+from __future__ import annotations
+
+import collections.abc as abc
+import copy
+import dataclasses
+import functools
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, NotRequired, Required, cast
+
+import orjson
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue, JsonSchemaWarningKind
+from typing_extensions import TypedDict  # pydantic rejects typing's before Python 3.12
+
+__all__ = [
+    "ArgumentSpec",
+    "CleanJsonSchemaGenerator",
+    "Header",
+    "OutputSpec",
+    "clean_schema",
+    "inspect_arguments",
+    "inspect_output",
+    "parse_docstring",
+    "type_schema",
+]
+
+_CLASS_SCHEMAS = frozenset({"model", "dataclass", "typed-dict", "enum"})
+_NULL: dict[str, Any] = {"type": "null"}
+_DEF_PREFIX = "#/$defs/"
+_SUBSCHEMA = frozenset(
+    {"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"}
+    | {"unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+)
+_SUBSCHEMA_LIST = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SUBSCHEMA_MAP = frozenset({"properties", "patternProperties", "dependentSchemas"})
+# Keywords that restrict values beyond "type" or nest schemas: "null" cannot join such a type.
+_NOT_FLAT = _SUBSCHEMA | _SUBSCHEMA_LIST | _SUBSCHEMA_MAP | {"$ref", "$defs", "enum", "const"}
+
+
+class Header:
+    """Marks a parameter as mirrored in an HTTP header: ``Annotated[str, Header("Region")]``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Header({self.name!r})"
+
+
+class CleanJsonSchemaGenerator(GenerateJsonSchema):
+    """Pydantic's generator minus the titles it derives from field and class names."""
+
+    # A sentinel default (``_MISSING = object()``) is a normal Python idiom: leave it out of the
+    # schema quietly instead of warning at every registration. (Declared as in the base class.)
+    ignored_warning_kinds: set[JsonSchemaWarningKind] = {  # noqa: RUF012
+        "skipped-choice",
+        "non-serializable-default",
+    }
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def generate_inner(self, schema: Any) -> JsonSchemaValue:
+        result = super().generate_inner(schema)
+        # Class titles are added after the type-specific method returns (for enums by a hook
+        # that edits the stored definition), so they are removed here, from the definition.
+        if schema.get("type") in _CLASS_SCHEMAS and (cls := schema.get("cls")) is not None:
+            ref = result.get("$ref")
+            target = self.get_schema_from_definitions(JsonRef(ref)) if ref else result
+            config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", {})
+            explicit = isinstance(config, Mapping) and (
+                config.get("title") is not None or config.get("model_title_generator") is not None
+            )
+            if target is not None and not explicit and target.get("title") == cls.__name__:
+                del target["title"]
+        return result
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline ``$ref``s (keeping ``$defs`` only for recursive definitions) and collapse
+    ``Optional`` of flat schemas into a ``type`` list. Returns a new dict and leaves the input
+    alone. Titles are the generator's business: see :class:`CleanJsonSchemaGenerator`."""
+    defs: dict[str, Any] = schema.get("$defs") or {}
+    recursive = _recursive_defs(defs)
+
+    def walk(node: Any, *, inline_recursive: bool = False) -> Any:
+        if not isinstance(node, dict):
+            return copy.deepcopy(node)
+        out: dict[str, Any] = {}
+        # Only descend where the keyword holds schemas, so that a property *named* "$ref" or
+        # a default value shaped like a schema is never mistaken for one.
+        for key, value in node.items():
+            if key in _SUBSCHEMA:
+                out[key] = walk(value)
+            elif key in _SUBSCHEMA_LIST and isinstance(value, list):
+                out[key] = [walk(item) for item in value]
+            elif key in _SUBSCHEMA_MAP and isinstance(value, dict):
+                out[key] = {name: walk(item) for name, item in value.items()}
+            elif key != "$defs":
+                out[key] = copy.deepcopy(value)
+        name = _def_name(out.get("$ref"))
+        if name in defs and (inline_recursive or name not in recursive):
+            del out["$ref"]
+            # Keys beside the $ref (a field's description, default or title) are more specific
+            # than the definition's, so they win.
+            out = {**walk(defs[name]), **out}
+        return _collapse_nullable(out)
+
+    # A recursive root is unfolded once so that the root still says "type": "object"; its
+    # inner references keep pointing into the retained $defs.
+    result = cast(dict[str, Any], walk(schema, inline_recursive=True))
+    if kept := {name: walk(body) for name, body in defs.items() if name in recursive}:
+        result["$defs"] = kept
+    return result
+
+
+def _def_name(ref: Any) -> str | None:
+    if isinstance(ref, str) and ref.startswith(_DEF_PREFIX):
+        return ref[len(_DEF_PREFIX) :]
+    return None
+
+
+def _refs_in(node: Any) -> set[str]:
+    if isinstance(node, list):
+        return set().union(*map(_refs_in, node))
+    if not isinstance(node, dict):
+        return set()
+    found: set[str] = set().union(*map(_refs_in, node.values()))
+    if (name := _def_name(node.get("$ref"))) is not None:
+        found.add(name)
+    return found
+
+
+def _recursive_defs(defs: Mapping[str, Any]) -> set[str]:
+    """Definitions that can reach themselves through ``$ref``s."""
+    edges = {name: _refs_in(body) for name, body in defs.items()}
+    recursive: set[str] = set()
+    for start in defs:
+        seen: set[str] = set()
+        pending = list(edges[start])
+        while pending and start not in seen:
+            name = pending.pop()
+            if name not in seen:
+                seen.add(name)
+                pending.extend(edges.get(name, ()))
+        if start in seen:
+            recursive.add(start)
+    return recursive
+
+
+def _collapse_nullable(node: dict[str, Any]) -> dict[str, Any]:
+    branches = node.get("anyOf")
+    if not (isinstance(branches, list) and len(branches) == 2 and _NULL in branches):
+        return node
+    other = branches[1] if branches[0] == _NULL else branches[0]
+    if not (isinstance(other, dict) and isinstance(other.get("type"), str)):
+        return node
+    if other["type"] == "null" or not other.keys().isdisjoint(_NOT_FLAT):
+        return node
+    rest = {key: value for key, value in node.items() if key != "anyOf"}
+    return {**other, **rest, "type": [other["type"], "null"]}
+
+
+def type_schema(
+    tp: Any, *, mode: Literal["validation", "serialization"] = "validation"
+) -> dict[str, Any]:
+    """The cleaned, title-free JSON Schema of any type pydantic understands."""
+    adapter: TypeAdapter[Any] = TypeAdapter(tp)
+    return clean_schema(adapter.json_schema(mode=mode, schema_generator=CleanJsonSchemaGenerator))
+
+
+# --------------------------------------------------------------------------- docstrings
+
+_GOOGLE_HEADER = re.compile(
+    r"(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|"
+    r"Returns?|Yields?|Raises?|Exceptions?|Examples?|Notes?|Warnings?|Warns|See Also|"
+    r"Attributes|References|Todo):(?:\s.*)?"  # "Returns: the count." inline counts too
+)
+_PARAM_SECTIONS = frozenset(
+    {"Args", "Arguments", "Parameters", "Params", "Other Parameters"}
+    | {"Keyword Args", "Keyword Arguments"}
+)
+_GOOGLE_ENTRY = re.compile(r"\*{0,2}(?P<names>\w+)\s*(?:\(.*?\))?\s*:(?P<desc>.*)")
+_NUMPY_RULE = re.compile(r"-{3,}")
+_NUMPY_ENTRY = re.compile(r"(?P<names>\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?")
+_SPHINX_FIELD = re.compile(r":[A-Za-z]+(?:\s[^:]*)?:")
+_SPHINX_PARAM = re.compile(
+    r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*?\s+)?\*{0,2}(?P<name>\w+)\s*:"
+    r"(?P<desc>.*)"
+)
+
+
+def parse_docstring(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
+    """Split a docstring into its description and per-parameter descriptions.
+
+    Understands Google (``Args:``), NumPy (``Parameters`` over a dashed rule) and Sphinx
+    (``:param x:``) styles. The description is everything before the first section of any
+    kind, so ``Returns:``, ``Raises:`` and the like never leak into it.
+    """
+    doc = inspect.getdoc(_unwrap(fn))
+    if not doc:
+        return None, {}
+    lines = doc.splitlines()
+    params: dict[str, str] = {}
+    description_end = len(lines)
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        top_level = bool(line) and not lines[i][0].isspace()
+        below = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if top_level and (google := _GOOGLE_HEADER.fullmatch(line)):
+            end = i + 1
+            while end < len(lines) and (not lines[end].strip() or lines[end][0].isspace()):
+                end += 1
+            if google[1] in _PARAM_SECTIONS:
+                params.update(_parse_entries(lines[i + 1 : end], _GOOGLE_ENTRY))
+        elif top_level and _NUMPY_RULE.fullmatch(below):
+            end = i + 2
+            while end < len(lines) and not (
+                lines[end].strip()
+                and end + 1 < len(lines)
+                and _NUMPY_RULE.fullmatch(lines[end + 1].strip())
+            ):
+                end += 1
+            if line in _PARAM_SECTIONS:
+                params.update(_parse_entries(lines[i + 2 : end], _NUMPY_ENTRY))
+        elif top_level and _SPHINX_FIELD.match(line):
+            end = i + 1
+            while end < len(lines) and lines[end].strip() and lines[end][0].isspace():
+                end += 1
+            if field := _SPHINX_PARAM.match(line):
+                params[field["name"]] = _join([field["desc"], *lines[i + 1 : end]])
+        else:
+            i += 1
+            continue
+        description_end = min(description_end, i)
+        i = end
+    description = "\n".join(lines[:description_end]).strip()
+    return description or None, params
+
+
+def _parse_entries(block: list[str], entry: re.Pattern[str]) -> dict[str, str]:
+    """Parse ``name ...: text`` entries; lines indented deeper than the entries continue them."""
+    body = [line for line in block if line.strip()]
+    margin = min((len(line) - len(line.lstrip()) for line in body), default=0)
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in body:
+        match = entry.fullmatch(line.strip()) if len(line) - len(line.lstrip()) == margin else None
+        if match is None:
+            current.append(line)
+            continue
+        # Names sharing an entry ("x, y : int") share one list of description lines.
+        current = [match.groupdict().get("desc") or ""]
+        for name in match["names"].split(","):
+            found[name.strip().lstrip("*")] = current
+    return {name: _join(text) for name, text in found.items()}
+
+
+def _join(parts: list[str]) -> str:
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _unwrap(fn: Callable[..., Any]) -> Any:
+    """Where the annotations and docstring of a partial or a callable object live."""
+    if isinstance(fn, functools.partial):
+        return fn.func
+    if inspect.isroutine(fn) or inspect.isclass(fn):
+        return fn
+    return type(fn).__call__
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    target = _unwrap(fn)
+    if inspect.isclass(target):
+        target = target.__init__
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"Cannot resolve the type hints of {fn!r}: {exc}") from exc
+
+
+def _strip_annotated(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    if typing.get_origin(tp) is Annotated:
+        return tp.__origin__, tp.__metadata__
+    return tp, ()
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def _is_context(tp: Any, context_type: type) -> bool:
+    tp, _ = _strip_annotated(tp)
+    if _is_union(tp):
+        members = [arg for arg in typing.get_args(tp) if arg is not types.NoneType]
+        return len(members) == 1 and _is_context(members[0], context_type)
+    tp = typing.get_origin(tp) or tp  # a generic Context[State] is still a Context
+    return isinstance(tp, type) and issubclass(tp, context_type)
+
+
+def _header_of(tp: Any) -> str | None:
+    bare, metadata = _strip_annotated(tp)
+    # Also look inside unions, for `Annotated[str, Header("X")] | None`.
+    for member in typing.get_args(bare) if _is_union(bare) else ():
+        metadata += _strip_annotated(member)[1]
+    return next((meta.name for meta in metadata if isinstance(meta, Header)), None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArgumentSpec:
+    """What registration learned about a function's parameters."""
+
+    input_schema: dict[str, Any]
+    context_param: str | None
+    param_names: tuple[str, ...]
+    header_params: dict[str, str]
+    _validate_python: Callable[[Any], Any] = dataclasses.field(repr=False, compare=False)
+    _validate_json: Callable[[bytes], Any] | None = dataclasses.field(repr=False, compare=False)
+
+    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate and coerce; returns kwargs for the function (without the context param).
+        Raises pydantic.ValidationError on bad input. None means {}."""
+        if arguments is None:
+            arguments = {}
+        if self._validate_json is not None:
+            try:
+                encoded = orjson.dumps(arguments)
+            except orjson.JSONEncodeError:
+                # Not JSON-shaped, so it came from Python code: Python strict mode fits.
+                return cast(dict[str, Any], self._validate_python(arguments))
+            return cast(dict[str, Any], self._validate_json(encoded))
+        return cast(dict[str, Any], self._validate_python(arguments))
+
+
+def inspect_arguments(
+    fn: Callable[..., Any], *, context_type: type | None = None, strict: bool = False
+) -> ArgumentSpec:
+    """Build the input schema and validator for ``fn``'s parameters (once, at registration)."""
+    hints = _hints(fn)
+    _, param_docs = parse_docstring(fn)
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    headers: dict[str, str] = {}
+    for name, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"{fn!r}: parameter {name!r} is {param.kind.description}; arguments arrive by "
+                "name, so only ordinary and keyword-only parameters are supported"
+            )
+        annotation = hints.get(name, Any)
+        if context_type is not None and _is_context(annotation, context_type):
+            if context_param is not None:
+                raise TypeError(f"{fn!r} has two context parameters: {context_param}, {name}")
+            context_param = name
+            continue
+        if (header := _header_of(annotation)) is not None:
+            headers[name] = header
+        extra: dict[str, Any] = {}
+        if param.default is not param.empty:
+            extra["default"] = param.default
+        _, metadata = _strip_annotated(annotation)
+        if name in param_docs and not any(
+            isinstance(meta, FieldInfo) and meta.description is not None for meta in metadata
+        ):
+            extra["description"] = param_docs[name]
+        if extra:
+            annotation = Annotated[annotation, Field(**extra)]
+        fields[name] = NotRequired[annotation] if "default" in extra else Required[annotation]
+
+    arguments_type: Any = cast(Any, TypedDict)("Arguments", fields)
+    # In strict mode this config only governs the Python-object fallback in validate().
+    arguments_type.__pydantic_config__ = ConfigDict(strict=strict, extra="ignore")
+    adapter: TypeAdapter[Any] = TypeAdapter(arguments_type)
+    cleaned = clean_schema(adapter.json_schema(schema_generator=CleanJsonSchemaGenerator))
+
+    input_schema: dict[str, Any] = {"type": "object"}
+    if properties := cleaned.get("properties", {}):
+        for name, header in headers.items():
+            properties[name]["x-mcp-header"] = header
+        input_schema["properties"] = properties
+        input_schema.update((key, cleaned[key]) for key in ("required", "$defs") if key in cleaned)
+    else:
+        input_schema["additionalProperties"] = False
+    return ArgumentSpec(
+        input_schema=input_schema,
+        context_param=context_param,
+        param_names=tuple(fields),
+        header_params=headers,
+        _validate_python=adapter.validator.validate_python,
+        _validate_json=adapter.validator.validate_json if strict else None,
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+_ANY_ADAPTER: TypeAdapter[Any] = TypeAdapter(Any)
+_SEQUENCE_ORIGINS = (list, tuple, set, frozenset, abc.Sequence, abc.Iterable, abc.Collection)
+_MAPPING_ORIGINS = (dict, abc.Mapping, abc.MutableMapping)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """What registration learned about a function's return annotation."""
+
+    schema: dict[str, Any] | None
+    structured: bool
+    _adapter: TypeAdapter[Any] = dataclasses.field(repr=False, compare=False)
+    _check: bool = dataclasses.field(default=False, repr=False, compare=False)
+
+    def serialize(self, value: Any) -> Any:
+        """A JSON-able copy of ``value``, checked against the return annotation when that has
+        a schema (raises pydantic.ValidationError if it does not fit)."""
+        if self._check:
+            value = self._adapter.validate_python(value)
+        return self._adapter.dump_python(value, mode="json")
+
+
+def _is_content(tp: Any, content_types: tuple[type, ...]) -> bool:
+    tp, _ = _strip_annotated(tp)
+    if _is_union(tp) or typing.get_origin(tp) in _SEQUENCE_ORIGINS:
+        return any(_is_content(arg, content_types) for arg in typing.get_args(tp))
+    return isinstance(tp, type) and issubclass(tp, content_types)
+
+
+def _is_loose(tp: Any) -> bool:
+    if tp is Any or tp is object:
+        return True
+    if (typing.get_origin(tp) or tp) not in _MAPPING_ORIGINS:
+        return False
+    args = typing.get_args(tp)
+    return len(args) != 2 or args[1] in (Any, object)
+
+
+def inspect_output(fn: Callable[..., Any], *, content_types: tuple[type, ...] = ()) -> OutputSpec:
+    """Classify ``fn``'s return annotation: unstructured, free-form structured, or typed."""
+    annotation = _hints(fn).get("return", types.NoneType)
+    bare, _ = _strip_annotated(annotation)
+    if bare in (types.NoneType, str) or (content_types and _is_content(bare, content_types)):
+        return OutputSpec(schema=None, structured=False, _adapter=_ANY_ADAPTER)
+    if _is_loose(bare):
+        return OutputSpec(schema=None, structured=True, _adapter=_ANY_ADAPTER)
+    adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+    generated = adapter.json_schema(mode="serialization", schema_generator=CleanJsonSchemaGenerator)
+    return OutputSpec(
+        schema=clean_schema(generated), structured=True, _adapter=adapter, _check=True
+    )

@@ -1,0 +1,399 @@
+"""The high-level API: a ``Server`` that decorators fill with tools, resources and prompts.
+
+::
+
+    server = Server("notes", version="1.0.0", instructions="Keeps short notes.")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+    server.run()  # stdio
+
+Decorators work bare or with options and return the registered record (a :class:`Tool`,
+:class:`Resource`, ...), which stays callable like the original function. Registration is
+where all the work happens: schemas, validators and list entries are built once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+import pydantic
+
+from ..protocol import constants as c
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Request, Send
+from ..protocol.errors import InvalidParams
+from ..protocol.jsonrpc import JSONDict
+from .completions import Completer
+from .context import Context
+from .handlers import make_invoker
+from .methods import method_table
+from .middleware import MethodHandler, Middleware, compose
+from .prompts import Prompt
+from .registry import Registry
+from .resources import CachePolicy, Resource, ResourceTemplate, build_resource
+from .schema import inspect_arguments, inspect_output
+from .tools import Tool
+
+if TYPE_CHECKING:
+    from ..transports.http import HTTPApp
+
+F = TypeVar("F", bound=Callable[..., Any])
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+
+
+class Server:
+    """An MCP server: what it offers, and how it answers."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        instructions: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        cache: CachePolicy | None = None,
+        page_size: int | None = None,
+        client_logging: bool = False,
+        lifespan: Lifespan | None = None,
+        max_threads: int | None = None,
+        server_info_in_results: bool = True,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.info: JSONDict = {"name": name, "version": version}
+        for key, value in (
+            ("title", title),
+            ("description", description),
+            ("websiteUrl", website_url),
+            ("icons", icons),
+        ):
+            if value:
+                self.info[key] = value
+        self.cache = cache or CachePolicy()
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.page_size = page_size
+        self.client_logging = client_logging
+        self.lifespan = lifespan
+        self.lifespan_state: Any = None
+        self.extensions = dict(extensions or {})
+        self.registry = Registry()
+        self._server_info_in_results = server_info_in_results
+        self._max_threads = max_threads or min(32, (os.cpu_count() or 1) + 4)
+        self._pool: ThreadPoolExecutor | None = None
+        self._middleware: list[Middleware] = []
+        self._custom: dict[str, MethodHandler] = {}
+        self._dispatcher: Dispatcher | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._running = 0
+
+    # -- registration ------------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> Tool: ...
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        blocking: bool | None = None,
+        requires: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> Callable[[F], Tool]: ...
+    def tool(self, fn: F | None = None, /, **options: Any) -> Tool | Callable[[F], Tool]:
+        """Register a function as a tool; its type hints become the ``inputSchema``."""
+
+        def register(fn: F) -> Tool:
+            tool = Tool.from_function(fn, pool=self.thread_pool, **options)
+            self.registry.add_tool(tool)
+            return tool
+
+        return register(fn) if fn is not None else register
+
+    def add_tool(
+        self, fn: Callable[..., Any] | Tool, *, replace: bool = False, **options: Any
+    ) -> Tool:
+        """Register a tool at any time, e.g. while serving."""
+        tool = (
+            fn if isinstance(fn, Tool) else Tool.from_function(fn, pool=self.thread_pool, **options)
+        )
+        self.registry.add_tool(tool, replace=replace)
+        return tool
+
+    def remove_tool(self, name: str) -> Tool:
+        return self.registry.remove_tool(name)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        annotations: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        blocking: bool | None = None,
+        cache: CachePolicy | None = None,
+    ) -> Callable[[F], Resource | ResourceTemplate]:
+        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
+
+        def register(fn: F) -> Resource | ResourceTemplate:
+            resource = build_resource(
+                uri, fn, pool=self.thread_pool, name=name, title=title,
+                description=description, mime_type=mime_type, size=size, icons=icons,
+                annotations=annotations, meta=meta, blocking=blocking, cache=cache,
+            )  # fmt: skip
+            self.registry.add_resource(resource)
+            return resource
+
+        return register
+
+    def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
+        return self.registry.remove_resource(uri_or_template)
+
+    @overload
+    def prompt(self, fn: F, /) -> Prompt: ...
+    @overload
+    def prompt(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        blocking: bool | None = None,
+    ) -> Callable[[F], Prompt]: ...
+    def prompt(self, fn: F | None = None, /, **options: Any) -> Prompt | Callable[[F], Prompt]:
+        """Register a function as a prompt; its parameters are the prompt's arguments."""
+
+        def register(fn: F) -> Prompt:
+            prompt = Prompt.from_function(fn, pool=self.thread_pool, **options)
+            self.registry.add_prompt(prompt)
+            return prompt
+
+        return register(fn) if fn is not None else register
+
+    def remove_prompt(self, name: str) -> Prompt:
+        return self.registry.remove_prompt(name)
+
+    def completion(
+        self,
+        *,
+        argument: str,
+        prompt: str | None = None,
+        resource: str | None = None,
+        blocking: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Register completions for a prompt argument or a resource template variable."""
+        if (prompt is None) == (resource is None):
+            raise TypeError("completion() takes exactly one of prompt= or resource=")
+
+        def register(fn: F) -> F:
+            completer = Completer.from_function(fn, pool=self.thread_pool, blocking=blocking)
+            if prompt is not None:
+                self.registry.add_completer(("ref/prompt", prompt, argument), completer)
+            else:
+                assert resource is not None
+                self.registry.add_completer(("ref/resource", resource, argument), completer)
+            return fn
+
+        return register
+
+    def method(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
+        """Register a handler for a custom JSON-RPC method (use a namespaced name).
+
+        The request's params (without ``_meta``) are validated against the function's
+        parameters; it returns a dict, a pydantic model or dataclass, or ``None`` for ``{}``.
+        """
+        if name in method_table(self) or name.startswith(("notifications/", "rpc.")):
+            raise ValueError(f"{name!r} is reserved by the protocol")
+
+        def register(fn: F) -> F:
+            arguments = inspect_arguments(fn, context_type=Context, strict=False)
+            output = inspect_output(fn)
+            invoke = make_invoker(fn, blocking=blocking, pool=self.thread_pool)
+
+            async def handler(ctx: Context) -> JSONDict:
+                params = {k: v for k, v in ctx.request.params.items() if k != "_meta"}
+                try:
+                    kwargs = arguments.validate(params)
+                except pydantic.ValidationError as exc:
+                    raise InvalidParams(f"Invalid params for {name}: {exc.error_count()} error(s)",
+                                        data=exc.errors(include_url=False, include_input=False)
+                                        ) from None  # fmt: skip
+                if arguments.context_param is not None:
+                    kwargs[arguments.context_param] = ctx
+                value = await invoke(kwargs)
+                if value is None:
+                    return {}
+                if isinstance(value, dict):
+                    return dict(value)
+                return dict(output.serialize(value))
+
+            self._custom[name] = handler
+            self._dispatcher = None
+            return fn
+
+        return register
+
+    def middleware(self, fn: Middleware) -> Middleware:
+        """Wrap every request; see :mod:`mcpserve.server.middleware`."""
+        self._middleware.append(fn)
+        self._dispatcher = None
+        return fn
+
+    # -- answering ---------------------------------------------------------------------------
+
+    def capabilities(self) -> JSONDict:
+        """Server capabilities, derived from what is registered (CHECKLIST V04)."""
+        registry = self.registry
+        capabilities: JSONDict = {}
+        if registry.tools:
+            capabilities["tools"] = {}
+        if registry.resources or registry.templates:
+            capabilities["resources"] = {}
+        if registry.prompts:
+            capabilities["prompts"] = {}
+        if registry.completers:
+            capabilities["completions"] = {}
+        if self.client_logging:
+            capabilities["logging"] = {}
+        if self.extensions:
+            capabilities["extensions"] = self.extensions
+        return capabilities
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The protocol core, wired to this server's method table."""
+        if self._dispatcher is None:
+            handlers: dict[str, MethodHandler] = {**method_table(self), **self._custom}
+            self._dispatcher = Dispatcher(
+                {name: self._entry(compose(self._middleware, h)) for name, h in handlers.items()},
+                server_info=self.info if self._server_info_in_results else None,
+                versions=c.MODERN_VERSIONS,
+            )
+        return self._dispatcher
+
+    def _entry(self, chain: MethodHandler) -> Callable[[Request], Any]:
+        async def entry(request: Request) -> JSONDict:
+            return await chain(Context(request, self))
+
+        return entry
+
+    async def handle(
+        self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
+    ) -> JSONDict | None:
+        """Answer one decoded JSON-RPC message (``None`` for notifications)."""
+        return await self.dispatcher.handle(message, send=send, auth=auth)
+
+    def thread_pool(self) -> ThreadPoolExecutor:
+        """The bounded pool that runs ``blocking`` handlers, created on first use."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._max_threads, thread_name_prefix="mcpserve")
+        return self._pool
+
+    # -- running -----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Server]:
+        """Run the lifespan (once, however many transports nest) around serving."""
+        if self._running == 0:
+            stack = AsyncExitStack()
+            if self.lifespan is not None:
+                self.lifespan_state = await stack.enter_async_context(self.lifespan(self))
+            self._exit_stack = stack
+        self._running += 1
+        try:
+            yield self
+        finally:
+            self._running -= 1
+            if self._running == 0 and self._exit_stack is not None:
+                stack, self._exit_stack = self._exit_stack, None
+                try:
+                    await stack.aclose()
+                finally:
+                    self.lifespan_state = None
+
+    def http_app(
+        self,
+        path: str = "/mcp",
+        *,
+        max_body_bytes: int = 4 * 1024 * 1024,
+        allowed_hosts: list[str] | None = None,
+        allowed_origins: list[str] | None = None,
+        public_url: str | None = None,
+        bind_host: str | None = None,
+        keepalive_seconds: float = 15.0,
+    ) -> HTTPApp:
+        """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``).
+
+        Mount it in any ASGI server or framework. ``allowed_hosts``, ``allowed_origins``
+        and ``public_url`` configure DNS-rebinding protection (see ``transports/origin.py``);
+        by default only loopback host names are accepted.
+        """
+        from ..transports.http import HTTPApp
+        from ..transports.origin import OriginPolicy
+
+        policy = OriginPolicy.build(
+            bind_host=bind_host,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            public_url=public_url,
+        )
+        return HTTPApp(
+            self,
+            path=path,
+            max_body_bytes=max_body_bytes,
+            origin_policy=policy,
+            keepalive_seconds=keepalive_seconds,
+        )
+
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        log_level: str = "info",
+        **app_options: Any,
+    ) -> None:
+        """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn."""
+        if transport == "stdio":
+            from ..transports.stdio import serve_stdio
+
+            asyncio.run(serve_stdio(self))
+        elif transport == "http":
+            import uvicorn
+
+            app = self.http_app(path, bind_host=host, **app_options)
+            uvicorn.run(app, host=host, port=port, lifespan="on", log_level=log_level)
+        else:
+            raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")

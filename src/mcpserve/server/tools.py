@@ -1,0 +1,197 @@
+"""Tools: a function, its schemas, and the rules for turning its return value into a result.
+
+Everything a call needs is prepared when the tool is registered: the argument validator,
+the published ``inputSchema``/``outputSchema``, the HTTP header rules and the ``tools/list``
+entry. A call is then: validate arguments, run the function, shape the result.
+
+Failures split three ways (CHECKLIST T16/T17 and §19-Q5):
+
+* arguments that do not fit ``inputSchema`` and :class:`ToolError` raised by the tool become
+  an ``isError: true`` result the model can read and act on;
+* any other exception from the tool is masked: ``isError: true`` with a reference id, the
+  details only in the server log;
+* protocol errors (:class:`MCPError`, such as a missing client capability) stay JSON-RPC
+  errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from ..protocol.capabilities import missing_capabilities
+from ..protocol.errors import InternalError, MCPError, MissingClientCapability, ToolError
+from ..protocol.http_headers import header_params_from_schema, property_types_from_schema
+from .content import HELPER_TYPES, json_text, text, to_blocks
+from .context import Context
+from .handlers import Invoker, make_invoker
+from .schema import ArgumentSpec, OutputSpec, inspect_arguments, inspect_output, parse_docstring
+
+logger = logging.getLogger("mcpserve")
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A result spelled out in full, for when a tool wants both text and structured data.
+
+    >>> return ToolResult(content=["3 rows"], structured={"rows": 3})
+    """
+
+    content: list[Any] = field(default_factory=list)
+    structured: Any = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"content": to_blocks(self.content)}
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        if self.is_error:
+            result["isError"] = True
+        if self.meta:
+            result["_meta"] = dict(self.meta)
+        return result
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [text(message)], "isError": True}
+
+
+@dataclass(eq=False, slots=True)
+class Tool:
+    """A registered tool. Build one with ``@server.tool`` or :meth:`Tool.from_function`."""
+
+    name: str
+    fn: Callable[..., Any]
+    arguments: ArgumentSpec
+    output: OutputSpec
+    invoke: Invoker
+    wire: dict[str, Any]
+    requires: dict[str, Any] | None = None
+    header_params: dict[str, str] = field(default_factory=dict)
+    header_types: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        pool: Callable[[], ThreadPoolExecutor],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        blocking: bool | None = None,
+        requires: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> Tool:
+        name = name or fn.__name__
+        if not _TOOL_NAME.fullmatch(name):
+            raise ValueError(
+                f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
+            )
+        arguments = inspect_arguments(fn, context_type=Context, strict=False)
+        output = inspect_output(fn, content_types=(*HELPER_TYPES, ToolResult))
+        schema = input_schema if input_schema is not None else arguments.input_schema
+        if schema.get("type") != "object":
+            raise ValueError(f"Tool {name!r}: inputSchema must have type 'object' at its root")
+        try:
+            header_params = header_params_from_schema(schema)
+        except ValueError as exc:
+            raise ValueError(f"Tool {name!r}: {exc}") from None
+        doc_description, _ = parse_docstring(fn)
+        wire: dict[str, Any] = {"name": name}
+        if title:
+            wire["title"] = title
+        description = description if description is not None else doc_description
+        if description:
+            wire["description"] = description
+        wire["inputSchema"] = schema
+        published_output = output_schema if output_schema is not None else output.schema
+        if published_output is not None:
+            wire["outputSchema"] = published_output
+        if annotations:
+            wire["annotations"] = annotations
+        if icons:
+            wire["icons"] = icons
+        if meta:
+            wire["_meta"] = meta
+        return cls(
+            name=name,
+            fn=fn,
+            arguments=arguments,
+            output=output,
+            invoke=make_invoker(fn, blocking=blocking, pool=pool),
+            wire=wire,
+            requires=requires,
+            header_params=header_params,
+            header_types=property_types_from_schema(schema),
+        )
+
+    async def call(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+        """Run the tool for one ``tools/call`` and return the ``CallToolResult`` body."""
+        if self.requires:
+            missing = missing_capabilities(self.requires, ctx.client_capabilities)
+            if missing:
+                raise MissingClientCapability(missing)
+        try:
+            kwargs = self.arguments.validate(arguments)
+        except pydantic.ValidationError as exc:
+            return error_result(describe_validation_error(self.name, exc))
+        if self.arguments.context_param is not None:
+            kwargs[self.arguments.context_param] = ctx
+        try:
+            value = await self.invoke(kwargs)
+        except ToolError as exc:
+            return error_result(str(exc))
+        except MCPError:
+            raise
+        except Exception as exc:
+            ref = secrets.token_hex(6)
+            logger.error("Tool %r failed (ref %s)", self.name, ref, exc_info=exc)
+            return error_result(f"Tool {self.name} failed unexpectedly (ref {ref})")
+        return self.shape(value)
+
+    def shape(self, value: Any) -> dict[str, Any]:
+        """Turn a return value into a ``CallToolResult`` body."""
+        if isinstance(value, ToolResult):
+            return value.to_wire()
+        if isinstance(value, dict) and isinstance(value.get("content"), list):
+            return dict(value)  # already CallToolResult-shaped: passes through untouched
+        if not self.output.structured:
+            return {"content": to_blocks(value)}
+        try:
+            structured = self.output.serialize(value)
+        except pydantic.ValidationError as exc:
+            ref = secrets.token_hex(6)
+            logger.error(
+                "Tool %r returned a value that does not fit its output schema (ref %s): %s",
+                self.name,
+                ref,
+                exc,
+            )
+            raise InternalError(
+                f"Tool {self.name} returned an invalid result (ref {ref})"
+            ) from None
+        return {"content": [text(json_text(structured))], "structuredContent": structured}
+
+
+def describe_validation_error(tool: str, exc: pydantic.ValidationError) -> str:
+    """A message a model can act on: which argument is wrong and why."""
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False)[:10]:
+        location = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{location}: {error['msg']}")
+    return f"Invalid arguments for tool {tool}: " + "; ".join(problems)

@@ -1,0 +1,1 @@
+"""Transports frame bytes; the protocol core decides what they mean."""

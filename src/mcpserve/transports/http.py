@@ -1,0 +1,339 @@
+"""Streamable HTTP (2026-07-28) as a plain ASGI application.
+
+One endpoint, POST only. Each POST carries one JSON-RPC message; a request is answered
+with ``application/json``, or with ``text/event-stream`` once its handler sends a
+notification (progress, log) and the client accepts SSE. Nothing is kept between
+requests: any worker, any instance can answer any request.
+
+Checks run in this order before the handler (CHECKLIST §19-Q3); the first failure answers:
+
+====  =========================================================  ===================
+ #    check                                                      failure
+====  =========================================================  ===================
+ 1    path is the endpoint (``/mcp`` or ``/mcp/``)               404
+ 2    ``Host`` is allowed (DNS-rebinding protection)             421
+ 3    ``Origin``, when sent, is allowed                          403, -32600
+ 4    method is POST                                             405, ``Allow: POST``
+ 5    ``Content-Type`` is ``application/json``                   415
+ 6    body within ``max_body_bytes``                             413
+ 7    body parses as JSON                                        400, -32700
+ 8    one request or notification (no batch, no response)        400, -32600
+ 9    ``MCP-Protocol-Version`` and ``Mcp-Method`` present        400, -32020
+ 10   ``_meta`` has protocol version and client capabilities     400, -32602
+ 11   headers equal the body (version, method)                   400, -32020
+ 12   protocol version supported                                 400, -32022
+ 13   method exists                                              404, -32601
+ 14   ``Mcp-Name`` and ``Mcp-Param-*`` equal the body            400, -32020
+ 15   client capabilities a tool requires                        400, -32021
+====  =========================================================  ===================
+
+Errors from the handler itself (an unknown tool, a resource that does not exist, -32603)
+are ordinary JSON-RPC answers with status 200 (§19-Q4). A notification is answered 202
+with no body and not acted upon (§19-Q6). When the client closes the connection while a
+request runs, the handler's task is cancelled and nothing more is sent for it (X01).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import constants as c
+from ..protocol import http_headers as hh
+from ..protocol.core import ANONYMOUS, Request, has_modern_meta
+from ..protocol.errors import InvalidRequest, MCPError, ParseError
+from ..protocol.jsonrpc import JSONDict, Kind, classify, dumps, error_response, loads, readable_id
+from ..protocol.meta import read_meta
+from .origin import OriginPolicy
+
+if TYPE_CHECKING:
+    from ..server.server import Server
+
+logger = logging.getLogger("mcpserve.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+ASGISend = Callable[[Message], Awaitable[None]]
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_BAD_REQUEST_CODES = frozenset(
+    {c.HEADER_MISMATCH, c.MISSING_CLIENT_CAPABILITY, c.UNSUPPORTED_PROTOCOL_VERSION}
+)
+
+
+def status_for(code: int) -> int:
+    """HTTP status of a JSON-RPC error raised by a handler (§19-Q4)."""
+    if code == c.METHOD_NOT_FOUND:
+        return 404
+    return 400 if code in _BAD_REQUEST_CODES else 200
+
+
+class HTTPApp:
+    """The ASGI callable returned by :meth:`Server.http_app`."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str = "/mcp",
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        origin_policy: OriginPolicy | None = None,
+        keepalive_seconds: float = 15.0,
+    ) -> None:
+        self.server = server
+        self.path = "/" + path.strip("/")
+        self.max_body_bytes = max_body_bytes
+        self.origin_policy = origin_policy or OriginPolicy.build()
+        self.keepalive_seconds = keepalive_seconds
+        self._lifespan_context: Any = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1003})
+
+    # -- ASGI lifespan: runs the server's lifespan once per worker --------------------------------
+
+    async def _lifespan(self, receive: Receive, send: ASGISend) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self._lifespan_context = self.server.running()
+                    await self._lifespan_context.__aenter__()
+                except Exception as exc:
+                    logger.exception("Lifespan startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._lifespan_context is not None:
+                    await self._lifespan_context.__aexit__(None, None, None)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- one HTTP request -------------------------------------------------------------------
+
+    async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        path = scope["path"]
+        if path != self.path and path.rstrip("/") != self.path:
+            await _plain(send, 404, b"Not Found")
+            return
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope["headers"]:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        problem = self.origin_policy.check_host(headers.get("host"))
+        if problem is not None:
+            await _json(send, 421, error_response(None, InvalidRequest(f"Misdirected: {problem}")))
+            return
+        problem = self.origin_policy.check_origin(headers.get("origin"))
+        if problem is not None:
+            await _json(send, 403, error_response(None, InvalidRequest(f"Forbidden: {problem}")))
+            return
+        if scope["method"] != "POST":
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            return
+        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if content_type != "application/json":
+            error = InvalidRequest("Content-Type must be application/json")
+            await _json(send, 415, error_response(None, error))
+            return
+        declared = headers.get("content-length", "")
+        too_big = declared.isdigit() and int(declared) > self.max_body_bytes
+        body = None if too_big else await _read_body(receive, self.max_body_bytes)
+        if body is None:
+            error = InvalidRequest(f"Request body exceeds {self.max_body_bytes} bytes")
+            await _json(send, 413, error_response(None, error))
+            return
+        try:
+            message = loads(body)
+            kind = classify(message)
+        except ParseError as exc:
+            await _json(send, 400, error_response(None, exc))
+            return
+        except InvalidRequest as exc:
+            await _json(send, 400, error_response(readable_id(message), exc))
+            return
+        if kind is Kind.NOTIFICATION:
+            try:
+                hh.check_notification_headers(headers, message)
+            except MCPError as exc:
+                await _json(send, 400, error_response(None, exc))
+                return
+            await _plain(send, 202, b"")
+            return
+        if kind is Kind.RESPONSE:
+            error = InvalidRequest("Invalid request: this endpoint accepts no JSON-RPC responses")
+            await _json(send, 400, error_response(readable_id(message), error))
+            return
+        await self._request(message, headers, receive, send)
+
+    async def _request(
+        self, message: JSONDict, headers: dict[str, str], receive: Receive, send: ASGISend
+    ) -> None:
+        dispatcher = self.server.dispatcher
+        request_id = message["id"]
+        method: str = message["method"]
+        params = message.get("params") or {}
+        try:
+            if method == "initialize" and not has_modern_meta(params):
+                raise dispatcher.handshake_refusal(params)
+            hh.check_required_headers(headers, message)
+            meta = read_meta(params)
+            hh.check_header_values(headers, message, include_name=False)
+            dispatcher.check_version(meta)
+            handler = dispatcher.lookup(method)
+            hh.check_name_header(headers, message)
+            if method == "tools/call":
+                tool = self.server.registry.tools.get(params.get("name"))  # type: ignore[arg-type]
+                if tool is not None and tool.header_params:
+                    arguments = params.get("arguments")
+                    hh.check_param_headers(
+                        headers,
+                        arguments if isinstance(arguments, dict) else None,
+                        tool.header_params,
+                        tool.header_types,
+                    )
+        except MCPError as exc:
+            status = 404 if exc.code == c.METHOD_NOT_FOUND else 400
+            await _json(send, status, error_response(request_id, exc))
+            return
+        stream = _ResponseStream(send, _accepts_sse(headers.get("accept")), self.keepalive_seconds)
+        request = Request(request_id, method, params, meta, stream.notify, ANONYMOUS)
+        if not stream.sse_allowed:
+            request.send = None
+        response = await _cancel_on_disconnect(
+            dispatcher.execute(handler, request), receive, request_id
+        )
+        if response is not None:
+            await stream.finish(response)
+
+
+class _ResponseStream:
+    """JSON for a plain answer; SSE from the first notification on."""
+
+    def __init__(self, send: ASGISend, sse_allowed: bool, keepalive_seconds: float) -> None:
+        self._send = send
+        self.sse_allowed = sse_allowed
+        self._keepalive_seconds = keepalive_seconds
+        self._started = False
+        self._lock = asyncio.Lock()
+        self._keepalive: asyncio.Task[None] | None = None
+
+    async def notify(self, message: JSONDict) -> None:
+        async with self._lock:
+            if not self._started:
+                self._started = True
+                await self._send(
+                    {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS}
+                )
+                self._keepalive = asyncio.create_task(self._keep_alive())
+            await self._send(
+                {"type": "http.response.body", "body": _event(message), "more_body": True}
+            )
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(self._keepalive_seconds)
+            async with self._lock:
+                await self._send(
+                    {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
+                )
+
+    async def finish(self, response: JSONDict) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        if not self._started:
+            error = response.get("error")
+            await _json(self._send, status_for(error["code"]) if error else 200, response)
+            return
+        async with self._lock:
+            await self._send({"type": "http.response.body", "body": _event(response)})
+
+
+async def _cancel_on_disconnect(
+    work: Awaitable[JSONDict], receive: Receive, request_id: Any
+) -> JSONDict | None:
+    """Await ``work``; if the client disconnects first, cancel it and return None."""
+    task = asyncio.current_task()
+    assert task is not None
+    disconnected = False
+
+    async def watch() -> None:
+        nonlocal disconnected
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        disconnected = True
+        task.cancel()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not disconnected:
+            raise
+        task.uncancel()
+        logger.info("Request %r cancelled: the client closed the connection", request_id)
+        return None
+    finally:
+        watcher.cancel()
+
+
+def _accepts_sse(accept: str | None) -> bool:
+    # Lenient (§19-Q16): no Accept header, or one naming SSE or a wildcard, allows SSE.
+    if accept is None:
+        return True
+    accept = accept.lower()
+    return "text/event-stream" in accept or "*/*" in accept or "text/*" in accept
+
+
+def _event(message: JSONDict) -> bytes:
+    return b"data: " + dumps(message) + b"\n\n"
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _json(send: ASGISend, status: int, payload: JSONDict) -> None:
+    body = dumps(payload)
+    headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _plain(
+    send: ASGISend, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [(b"content-length", str(len(body)).encode()), *(extra or [])]
+    if body:
+        headers.append((b"content-type", b"text/plain; charset=utf-8"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

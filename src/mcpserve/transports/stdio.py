@@ -1,0 +1,184 @@
+"""stdio: newline-delimited JSON-RPC on stdin and stdout.
+
+Theory of operation:
+
+* One line is one message (the encoder never emits raw newlines). Blank lines are skipped.
+* Each request runs in its own task, so a slow tool never holds up the next line, and
+  answers may leave out of order; the client correlates by id (CHECKLIST I05).
+* ``notifications/cancelled`` cancels the matching task; a cancelled request writes
+  nothing more, not even a late result (X03). Unknown or finished ids are ignored (X05).
+* A line that is not JSON gets a -32700 answer without an id, and serving goes on. A line
+  longer than ``max_message_bytes`` is discarded and answered with -32600.
+* At EOF the server stops reading, lets in-flight requests finish, then returns.
+* While serving the real stdout, file descriptor 1 points at stderr and ``sys.stdout`` is
+  ``sys.stderr``: a stray ``print`` (or a C library writing to fd 1) lands in the log, not
+  in the protocol stream. Protocol output goes to a private duplicate of the old fd 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import InvalidRequest, ParseError
+from ..protocol.jsonrpc import JSONDict, RequestId, dumps, error_response, is_valid_id, loads
+
+if TYPE_CHECKING:
+    from ..server.server import Server
+
+logger = logging.getLogger("mcpserve.stdio")
+
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
+
+class StdioSession:
+    """The message loop of one stdio connection, independent of real file descriptors."""
+
+    def __init__(self, server: Server, write: Callable[[bytes], None]) -> None:
+        self.server = server
+        self._write = write
+        self.inflight: dict[RequestId, asyncio.Task[None]] = {}
+
+    def send(self, message: JSONDict) -> None:
+        self._write(dumps(message) + b"\n")
+
+    async def feed(self, line: bytes) -> None:
+        """Handle one line read from the client."""
+        line = line.strip()
+        if not line:
+            return
+        try:
+            message = loads(line)
+        except ParseError as exc:
+            self.send(error_response(None, exc))
+            return
+        if isinstance(message, dict) and "method" in message:
+            if "id" not in message:
+                self._notification(message)
+                return
+            if is_valid_id(message["id"]) and message["id"] not in self.inflight:
+                request_id = message["id"]
+                task = asyncio.create_task(self._serve(message))
+                self.inflight[request_id] = task
+                task.add_done_callback(lambda _: self.inflight.pop(request_id, None))
+                return
+            if is_valid_id(message["id"]):
+                self.send(error_response(
+                    message["id"], InvalidRequest("Invalid request: this id is already in flight")
+                ))  # fmt: skip
+                return
+        # Client responses are ignored; anything malformed gets its -32600 here.
+        response = await self.server.handle(message)
+        if response is not None:
+            self.send(response)
+
+    def oversized(self) -> None:
+        self.send(error_response(None, InvalidRequest("Invalid request: message too large")))
+
+    async def _serve(self, message: JSONDict) -> None:
+        async def send_related(notification: JSONDict) -> None:
+            if not _cancelling():
+                self.send(notification)
+
+        response = await self.server.handle(message, send=send_related)
+        if response is not None and not _cancelling():
+            self.send(response)
+
+    def _notification(self, message: JSONDict) -> None:
+        if message.get("method") != "notifications/cancelled":
+            return
+        params = message.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        task = self.inflight.get(request_id) if is_valid_id(request_id) else None  # type: ignore[arg-type]
+        if task is not None:
+            reason = params.get("reason") if isinstance(params, dict) else None
+            logger.info("Request %r cancelled by the client: %s", request_id, str(reason)[:200])
+            task.cancel()
+
+    async def finish(self) -> None:
+        """Wait for every in-flight request to end."""
+        while self.inflight:
+            await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def serve_stream(
+    server: Server,
+    reader: asyncio.StreamReader,
+    write: Callable[[bytes], None],
+    *,
+    drain: Callable[[], Any] | None = None,
+) -> None:
+    """Serve newline-delimited JSON-RPC from ``reader`` until EOF, writing with ``write``."""
+    session = StdioSession(server, write)
+    async with server.running():
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:  # the line exceeded the reader's limit
+                await _skip_rest_of_line(reader)
+                session.oversized()
+                continue
+            if not line:
+                break
+            await session.feed(line)
+            if drain is not None:
+                await drain()
+        await session.finish()
+
+
+async def _skip_rest_of_line(reader: asyncio.StreamReader) -> None:
+    while True:
+        try:
+            await reader.readuntil(b"\n")
+            return
+        except asyncio.LimitOverrunError as exc:
+            await reader.readexactly(exc.consumed)
+        except asyncio.IncompleteReadError:
+            return
+
+
+@contextlib.contextmanager
+def _protocol_stdout() -> Iterator[int]:
+    """Keep fd 1 for the protocol alone: point the old fd 1 at stderr while serving."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    saved_stdout = sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield protocol_fd
+    finally:
+        sys.stdout = saved_stdout
+        os.dup2(protocol_fd, 1)
+        os.close(protocol_fd)
+
+
+async def serve_stdio(
+    server: Server, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> None:
+    """Serve on this process's stdin and stdout until stdin closes."""
+    loop = asyncio.get_running_loop()
+    with _protocol_stdout() as protocol_fd:
+        reader = asyncio.StreamReader(limit=max_message_bytes, loop=loop)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin.buffer
+        )
+        out = os.fdopen(os.dup(protocol_fd), "wb", buffering=0)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), out
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        try:
+            await serve_stream(server, reader, writer.write, drain=writer.drain)
+        finally:
+            writer.close()
