@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
+
+_ENV_TARGET = "MCPSERVE_WORKER_TARGET"
+_ENV_PATH = "MCPSERVE_WORKER_PATH"
+_ENV_HOST = "MCPSERVE_WORKER_HOST"
 
 if TYPE_CHECKING:
     from .server.server import Server
@@ -66,13 +72,45 @@ def main() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option("--port", default=8000, show_default=True, type=int, help="HTTP port.")
 @click.option("--path", default="/mcp", show_default=True, help="HTTP endpoint path.")
-def run(target: str, use_http: bool, host: str, port: int, path: str) -> None:
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="HTTP worker processes (needs MCPSERVE_STATE_KEYS when more than 1).",
+)
+def run(target: str, use_http: bool, host: str, port: int, path: str, workers: int) -> None:
     """Serve TARGET (file.py[:server] or module[:server]) over stdio or HTTP."""
     server = load_server(target)
-    if use_http:
-        server.run("http", host=host, port=port, path=path)
-    else:
+    if not use_http:
         server.run("stdio")
+        return
+    if workers == 1:
+        server.run("http", host=host, port=port, path=path)
+        return
+    try:
+        server.require_shared_state_keys(workers)
+    except RuntimeError as exc:
+        raise click.UsageError(str(exc)) from None
+    import uvicorn
+
+    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
+    uvicorn.run("mcpserve.cli:worker_app", factory=True, host=host, port=port,
+                workers=workers, lifespan="on")  # fmt: skip
+
+
+def worker_app() -> Any:
+    """The ASGI app of one worker process started by ``run --workers N``."""
+    server = load_server(os.environ[_ENV_TARGET])
+    return server.http_app(os.environ[_ENV_PATH], bind_host=os.environ[_ENV_HOST])
+
+
+@main.command()
+def keygen() -> None:
+    """Print a new requestState key for MCPSERVE_STATE_KEYS (prepend it to rotate)."""
+    from .protocol.request_state import generate_key
+
+    click.echo(generate_key())
 
 
 if __name__ == "__main__":

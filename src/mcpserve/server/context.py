@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.core import Request
 from ..protocol.jsonrpc import RequestId, notification
+from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
+from .rounds import Rounds
+
+_CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 
 if TYPE_CHECKING:
     from .server import Server
@@ -43,13 +48,26 @@ _PYTHON_LEVELS = {
 class Context:
     """What a handler may know about, and do for, the request it is serving."""
 
-    __slots__ = ("_last_progress", "_task", "request", "server")
+    __slots__ = (
+        "_asked",
+        "_cancel_flag",
+        "_last_progress",
+        "_round_target",
+        "_rounds",
+        "_task",
+        "request",
+        "server",
+    )
 
     def __init__(self, request: Request, server: Server) -> None:
         self.request = request
         self.server = server
         self._last_progress: float | None = None
         self._task = asyncio.current_task()
+        self._cancel_flag: tuple[threading.Event, asyncio.Event] | None = None
+        self._rounds: Rounds | None = None
+        self._round_target: tuple[str, Any] | None = None
+        self._asked = 0
 
     # -- facts about the request ---------------------------------------------------------
 
@@ -108,11 +126,117 @@ class Context:
         """Whatever the server's lifespan yielded (``None`` without a lifespan)."""
         return self.server.lifespan_state
 
+    # -- cancellation ----------------------------------------------------------------------
+
     @property
     def cancelled(self) -> bool:
-        """True once the client cancelled this request."""
+        """True once the client cancelled this request.
+
+        Safe to poll from a ``blocking`` handler's worker thread, which keeps running after
+        the request's task is cancelled unless it checks.
+        """
+        if self._cancel_flag is not None and self._cancel_flag[0].is_set():
+            return True
         task = self._task
         return task is not None and (task.cancelling() > 0 or task.cancelled())
+
+    def mark_cancelled(self) -> None:
+        """Record that the request was cancelled (called by the server, not by handlers)."""
+        self._cancel_events()[0].set()
+        self._cancel_events()[1].set()
+
+    async def wait_cancelled(self) -> None:
+        """Return once the request is cancelled: for helper tasks a handler starts."""
+        await self._cancel_events()[1].wait()
+
+    def _cancel_events(self) -> tuple[threading.Event, asyncio.Event]:
+        if self._cancel_flag is None:
+            self._cancel_flag = (threading.Event(), asyncio.Event())
+        return self._cancel_flag
+
+    # -- asking the client (multi round-trip requests) ------------------------------------
+
+    def begin_rounds(self, target: str, arguments: Any) -> None:
+        """Bind input requests to this request's target (done by the server)."""
+        self._round_target = (target, arguments)
+        params = self.request.params
+        if "requestState" in params or "inputResponses" in params:
+            _ = self.rounds  # verify the state now, even if the handler never asks
+
+    @property
+    def rounds(self) -> Rounds:
+        if self._rounds is None:
+            if self._round_target is None:
+                raise RuntimeError(
+                    f"{self.request.method} cannot ask the client for input "
+                    "(only tools, prompts and resources can)"
+                )
+            self._rounds = Rounds(self, *self._round_target)
+        return self._rounds
+
+    @property
+    def is_retry(self) -> bool:
+        """True when this request answers an earlier ``input_required`` result."""
+        params = self.request.params
+        return "requestState" in params or "inputResponses" in params
+
+    @property
+    def input_responses(self) -> dict[str, Any]:
+        """The raw ``inputResponses`` of this retry (empty on a first attempt)."""
+        responses = self.request.params.get("inputResponses")
+        return responses if isinstance(responses, dict) else {}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """Your data that survives round trips: set keys before asking, read them after."""
+        return self.rounds.state
+
+    @property
+    def request_state(self) -> dict[str, Any]:
+        """The state sealed by a previous round (``InputRequired(state=...)``), or ``{}``."""
+        return self.rounds.state
+
+    async def ask(self, **requests: Elicit | Sample | ListRoots) -> dict[str, Any]:
+        """Ask several things in one round; returns the answers by key.
+
+        >>> answers = await ctx.ask(name=Elicit("Name?", schema=Name), roots=ListRoots())
+        """
+        return self.rounds.ask(requests)
+
+    async def elicit(
+        self,
+        message: str,
+        schema: Any = None,
+        *,
+        url: str | None = None,
+        key: str | None = None,
+    ) -> ElicitResult:
+        """Ask the user: a form for ``schema`` (a pydantic model or JSON schema), or a URL."""
+        request = Elicit(message, schema, url)
+        key = key or self._next_key("elicit")
+        answer: ElicitResult = self.rounds.ask({key: request})[key]
+        return answer
+
+    async def sample(
+        self, messages: Any, *, max_tokens: int, key: str | None = None, **options: Any
+    ) -> SampleResult:
+        """Ask the client's LLM; ``messages`` may be a single string."""
+        request = Sample(messages, max_tokens, **options)
+        key = key or self._next_key("sample")
+        answer: SampleResult = self.rounds.ask({key: request})[key]
+        return answer
+
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """The client's roots."""
+        key = key or self._next_key("roots")
+        roots: list[Root] = self.rounds.ask({key: ListRoots()})[key]
+        return roots
+
+    def _next_key(self, kind: str) -> str:
+        # A replay makes the same calls in the same order, so a per-attempt counter names
+        # each call the same way in every round.
+        self._asked += 1
+        return f"{kind}_{self._asked}"
 
     # -- talking back ----------------------------------------------------------------------
 
@@ -147,9 +271,7 @@ class Context:
         """
         if level not in c.LOG_LEVEL_RANK:
             raise ValueError(f"Unknown log level {level!r}; use one of {', '.join(c.LOG_LEVELS)}")
-        python_logger = logging.getLogger(
-            f"mcpserve.client.{logger}" if logger else "mcpserve.client"
-        )
+        python_logger = _CLIENT_LOGGER.getChild(logger) if logger else _CLIENT_LOGGER
         if python_logger.isEnabledFor(_PYTHON_LEVELS[level]):
             python_logger.log(_PYTHON_LEVELS[level], "%s", data)
         wanted = self.request.meta.log_level

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .server import Server
 
 Method = Any  # Callable[[Context], Awaitable[dict[str, Any]]]
+_NOT_CACHEABLE = CachePolicy(ttl_ms=0, scope="private")
 
 
 def _cache_fields(result: dict[str, Any], policy: CachePolicy) -> dict[str, Any]:
@@ -93,10 +94,14 @@ def method_table(server: Server) -> dict[str, Method]:
             raise InvalidParams("Resource not found", data={"uri": uri})
         resource, variables = found
         if isinstance(resource, Resource):
-            contents = await resource.read(uri, ctx)
+            result = await resource.read(uri, ctx)
         else:
-            contents = await resource.read(uri, variables, ctx)
-        return _cache_fields({"contents": contents}, resource.cache or server.cache)
+            result = await resource.read(uri, variables, ctx)
+        if "resultType" in result:
+            return result  # input_required: no caching hints (K05)
+        # A retry's answer depends on that user's input: never shareable (K08).
+        policy = _NOT_CACHEABLE if ctx.is_retry else (resource.cache or server.cache)
+        return _cache_fields(result, policy)
 
     def require_prompts() -> None:
         if not registry.prompts:

@@ -22,6 +22,7 @@ from ..protocol.errors import InvalidParams
 from .content import to_block
 from .context import Context
 from .handlers import Invoker, make_invoker
+from .rounds import run_asking
 from .schema import ArgumentSpec, inspect_arguments, parse_docstring
 
 
@@ -120,4 +121,7 @@ class Prompt:
             raise InvalidParams(f"Invalid arguments for prompt {self.name}: {problems}") from None
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
-        return to_messages(await self.invoke(kwargs))
+        value, input_required = await run_asking(
+            ctx, self.name, arguments or {}, lambda: self.invoke(kwargs)
+        )
+        return input_required if input_required is not None else to_messages(value)

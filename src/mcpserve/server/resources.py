@@ -25,6 +25,7 @@ from ..protocol.errors import InvalidParams
 from .content import json_text
 from .context import Context
 from .handlers import Invoker, make_invoker
+from .rounds import run_asking
 from .schema import ArgumentSpec, inspect_arguments, parse_docstring
 from .uri_template import URITemplate
 
@@ -127,11 +128,12 @@ class Resource:
     mime_type: str | None = None
     cache: CachePolicy | None = None
 
-    async def read(self, uri: str, ctx: Context) -> list[dict[str, Any]]:
+    async def read(self, uri: str, ctx: Context) -> dict[str, Any]:
+        """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
         kwargs: dict[str, Any] = {}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
-        return to_contents(await self.invoke(kwargs), uri, self.mime_type)
+        return await _read(self.invoke, kwargs, uri, self.mime_type, ctx)
 
 
 @dataclass(eq=False, slots=True)
@@ -149,14 +151,24 @@ class ResourceTemplate:
     def match(self, uri: str) -> dict[str, Any] | None:
         return self.template.match(uri)
 
-    async def read(self, uri: str, variables: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
+    async def read(self, uri: str, variables: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
         try:
             kwargs = self.arguments.validate(variables)
         except pydantic.ValidationError:
             raise InvalidParams("Resource not found", data={"uri": uri}) from None
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
-        return to_contents(await self.invoke(kwargs), uri, self.mime_type)
+        return await _read(self.invoke, kwargs, uri, self.mime_type, ctx)
+
+
+async def _read(
+    invoke: Invoker, kwargs: dict[str, Any], uri: str, mime_type: str | None, ctx: Context
+) -> dict[str, Any]:
+    value, input_required = await run_asking(ctx, uri, {}, lambda: invoke(kwargs))
+    if input_required is not None:
+        return input_required
+    return {"contents": to_contents(value, uri, mime_type)}
 
 
 def build_resource(

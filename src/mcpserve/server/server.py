@@ -43,7 +43,8 @@ from .schema import inspect_arguments, inspect_output
 from .tools import Tool
 
 if TYPE_CHECKING:
-    from ..transports.http import HTTPApp
+    from ..protocol.request_state import StateSealer
+    from ..transports.http import Authenticate, HTTPApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
@@ -69,6 +70,9 @@ class Server:
         max_threads: int | None = None,
         server_info_in_results: bool = True,
         extensions: dict[str, dict[str, Any]] | None = None,
+        state_keys: list[tuple[str, bytes]] | None = None,
+        state_ttl_seconds: float = 300.0,
+        max_input_rounds: int = 10,
     ) -> None:
         self.name = name
         self.version = version
@@ -99,6 +103,8 @@ class Server:
         self._dispatcher: Dispatcher | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._running = 0
+        self._state_options = (state_keys, state_ttl_seconds, max_input_rounds)
+        self._state_sealer: StateSealer | None = None
 
     # -- registration ------------------------------------------------------------------------
 
@@ -303,7 +309,12 @@ class Server:
 
     def _entry(self, chain: MethodHandler) -> Callable[[Request], Any]:
         async def entry(request: Request) -> JSONDict:
-            return await chain(Context(request, self))
+            ctx = Context(request, self)
+            try:
+                return await chain(ctx)
+            except asyncio.CancelledError:
+                ctx.mark_cancelled()  # wakes worker threads polling ctx.cancelled
+                raise
 
         return entry
 
@@ -312,6 +323,37 @@ class Server:
     ) -> JSONDict | None:
         """Answer one decoded JSON-RPC message (``None`` for notifications)."""
         return await self.dispatcher.handle(message, send=send, auth=auth)
+
+    @property
+    def state_sealer(self) -> StateSealer:
+        """Seals ``requestState`` for multi round-trip requests (created on first use).
+
+        Keys come from ``state_keys=`` or ``MCPSERVE_STATE_KEYS``; without either, this
+        process makes a random key, which only works while one process serves.
+        """
+        if self._state_sealer is None:
+            from ..protocol.request_state import StateSealer
+
+            keys, ttl, rounds = self._state_options
+            self._state_sealer = StateSealer(keys, ttl_seconds=ttl, max_rounds=rounds)
+        return self._state_sealer
+
+    def require_shared_state_keys(self, processes: int) -> None:
+        """Refuse to serve from several processes with per-process ``requestState`` keys.
+
+        Each process would seal with its own random key, so a retry landing on another
+        worker or instance would be rejected.
+        """
+        if (
+            processes > 1
+            and self._state_options[0] is None
+            and not os.environ.get("MCPSERVE_STATE_KEYS")
+        ):
+            raise RuntimeError(
+                f"Serving from {processes} processes needs a shared requestState key: set "
+                "MCPSERVE_STATE_KEYS (e.g. the output of `mcpserve keygen`) or pass "
+                "Server(state_keys=...)"
+            )
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""
@@ -351,12 +393,15 @@ class Server:
         public_url: str | None = None,
         bind_host: str | None = None,
         keepalive_seconds: float = 15.0,
+        authenticate: Authenticate | None = None,
     ) -> HTTPApp:
         """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``).
 
         Mount it in any ASGI server or framework. ``allowed_hosts``, ``allowed_origins``
         and ``public_url`` configure DNS-rebinding protection (see ``transports/origin.py``);
-        by default only loopback host names are accepted.
+        by default only loopback host names are accepted. ``authenticate(headers)`` returns
+        the caller's :class:`Auth` (principal and scopes, seen as ``ctx.principal`` and
+        ``ctx.scopes``) or ``None`` to answer 401.
         """
         from ..transports.http import HTTPApp
         from ..transports.origin import OriginPolicy
@@ -373,6 +418,7 @@ class Server:
             max_body_bytes=max_body_bytes,
             origin_policy=policy,
             keepalive_seconds=keepalive_seconds,
+            authenticate=authenticate,
         )
 
     def run(

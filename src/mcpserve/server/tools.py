@@ -32,6 +32,7 @@ from ..protocol.http_headers import header_params_from_schema, property_types_fr
 from .content import HELPER_TYPES, json_text, text, to_blocks
 from .context import Context
 from .handlers import Invoker, make_invoker
+from .rounds import run_asking
 from .schema import ArgumentSpec, OutputSpec, inspect_arguments, inspect_output, parse_docstring
 
 logger = logging.getLogger("mcpserve")
@@ -153,7 +154,9 @@ class Tool:
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
         try:
-            value = await self.invoke(kwargs)
+            value, input_required = await run_asking(
+                ctx, self.name, arguments or {}, lambda: self.invoke(kwargs)
+            )
         except ToolError as exc:
             return error_result(str(exc))
         except MCPError:
@@ -162,6 +165,8 @@ class Tool:
             ref = secrets.token_hex(6)
             logger.error("Tool %r failed (ref %s)", self.name, ref, exc_info=exc)
             return error_result(f"Tool {self.name} failed unexpectedly (ref {ref})")
+        if input_required is not None:
+            return input_required
         return self.shape(value)
 
     def shape(self, value: Any) -> dict[str, Any]:

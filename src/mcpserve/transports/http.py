@@ -13,6 +13,7 @@ Checks run in this order before the handler (CHECKLIST §19-Q3); the first failu
  1    path is the endpoint (``/mcp`` or ``/mcp/``)               404
  2    ``Host`` is allowed (DNS-rebinding protection)             421
  3    ``Origin``, when sent, is allowed                          403, -32600
+ 3b   the ``authenticate`` hook accepts the caller               401 (``WWW-Authenticate``)
  4    method is POST                                             405, ``Allow: POST``
  5    ``Content-Type`` is ``application/json``                   415
  6    body within ``max_body_bytes``                             413
@@ -36,13 +37,14 @@ request runs, the handler's task is cancelled and nothing more is sent for it (X
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
-from ..protocol.core import ANONYMOUS, Request, has_modern_meta
+from ..protocol.core import ANONYMOUS, Auth, Request, has_modern_meta
 from ..protocol.errors import InvalidRequest, MCPError, ParseError
 from ..protocol.jsonrpc import JSONDict, Kind, classify, dumps, error_response, loads, readable_id
 from ..protocol.meta import read_meta
@@ -57,6 +59,8 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 ASGISend = Callable[[Message], Awaitable[None]]
+#: Decides who is calling from the request headers (lower-cased names); ``None`` -> 401.
+Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | None"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 _JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -65,6 +69,7 @@ _SSE_HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+_CHALLENGE = [(b"www-authenticate", b"Bearer")]
 _BAD_REQUEST_CODES = frozenset(
     {c.HEADER_MISMATCH, c.MISSING_CLIENT_CAPABILITY, c.UNSUPPORTED_PROTOCOL_VERSION}
 )
@@ -88,8 +93,10 @@ class HTTPApp:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         origin_policy: OriginPolicy | None = None,
         keepalive_seconds: float = 15.0,
+        authenticate: Authenticate | None = None,
     ) -> None:
         self.server = server
+        self.authenticate = authenticate
         self.path = "/" + path.strip("/")
         self.max_body_bytes = max_body_bytes
         self.origin_policy = origin_policy or OriginPolicy.build()
@@ -145,6 +152,16 @@ class HTTPApp:
         if problem is not None:
             await _json(send, 403, error_response(None, InvalidRequest(f"Forbidden: {problem}")))
             return
+        auth = ANONYMOUS
+        if self.authenticate is not None:
+            outcome = self.authenticate(headers)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            if outcome is None:
+                error = InvalidRequest("Unauthorized: missing or invalid credentials")
+                await _json(send, 401, error_response(None, error), _CHALLENGE)
+                return
+            auth = outcome
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
@@ -181,10 +198,15 @@ class HTTPApp:
             error = InvalidRequest("Invalid request: this endpoint accepts no JSON-RPC responses")
             await _json(send, 400, error_response(readable_id(message), error))
             return
-        await self._request(message, headers, receive, send)
+        await self._request(message, headers, auth, receive, send)
 
     async def _request(
-        self, message: JSONDict, headers: dict[str, str], receive: Receive, send: ASGISend
+        self,
+        message: JSONDict,
+        headers: dict[str, str],
+        auth: Auth,
+        receive: Receive,
+        send: ASGISend,
     ) -> None:
         dispatcher = self.server.dispatcher
         request_id = message["id"]
@@ -214,7 +236,7 @@ class HTTPApp:
             await _json(send, status, error_response(request_id, exc))
             return
         stream = _ResponseStream(send, _accepts_sse(headers.get("accept")), self.keepalive_seconds)
-        request = Request(request_id, method, params, meta, stream.notify, ANONYMOUS)
+        request = Request(request_id, method, params, meta, stream.notify, auth)
         if not stream.sse_allowed:
             request.send = None
         response = await _cancel_on_disconnect(
@@ -322,9 +344,14 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
-async def _json(send: ASGISend, status: int, payload: JSONDict) -> None:
+async def _json(
+    send: ASGISend,
+    status: int,
+    payload: JSONDict,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     body = dumps(payload)
-    headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

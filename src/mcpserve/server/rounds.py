@@ -1,0 +1,152 @@
+"""Multi round-trip requests (MRTR): running the same handler again with the answers.
+
+A handler asks with ``await ctx.elicit(...)`` (or ``sample``, ``list_roots``, ``ask``).
+On the first attempt there is no answer yet, so the call raises :class:`NeedInput`, the
+attempt ends, and the client receives ``resultType: "input_required"`` with the
+``inputRequests`` and a sealed ``requestState``. The client gathers the answers and sends
+the same request again with ``inputResponses`` and the state; the handler runs from the
+top, and this time the same call returns the answer.
+
+So handler code must be replayable: do side effects after the questions, or make them
+idempotent. Answers from earlier rounds travel inside the sealed state, so a handler that
+asks twice in a row (round 1, round 2) sees both answers on round 3. ``ctx.state`` is a
+dict for your own data that survives the round trip the same way.
+
+:class:`NeedInput` derives from ``BaseException`` so a handler's ``except Exception``
+cannot swallow the end of an attempt by accident.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import constants as c
+from ..protocol.capabilities import missing_capabilities
+from ..protocol.errors import InvalidParams, MissingClientCapability
+from ..protocol.request_state import Binding, StateRejected
+from .input_requests import MISSING, InputRequest
+
+if TYPE_CHECKING:
+    from .context import Context
+
+logger = logging.getLogger("mcpserve.state")
+
+
+class NeedInput(BaseException):
+    """Ends the current attempt: these questions need answers first."""
+
+    def __init__(self, requests: Mapping[str, InputRequest]) -> None:
+        super().__init__(", ".join(requests))
+        self.requests = requests
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequired:
+    """Return this from a handler to ask for input yourself (the low-level path).
+
+    ``input_requests`` maps your keys to :class:`Elicit`/:class:`Sample`/:class:`ListRoots`
+    or raw ``{"method": ..., "params": ...}`` dicts; ``state`` is sealed and comes back as
+    ``ctx.request_state`` on the retry, with the answers in ``ctx.input_responses``.
+    """
+
+    input_requests: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] | None = None
+
+
+async def run_asking(
+    ctx: Context, target: str, arguments: Any, call: Callable[[], Awaitable[Any]]
+) -> tuple[Any, dict[str, Any] | None]:
+    """Run one attempt of a handler that may ask for input.
+
+    Returns ``(value, None)`` when it finished, or ``(None, input_required_result)``.
+    """
+    ctx.begin_rounds(target, arguments)
+    try:
+        value = await call()
+    except NeedInput as need:
+        return None, ctx.rounds.input_required(need.requests)
+    if isinstance(value, InputRequired):
+        return None, ctx.rounds.input_required(value.input_requests, value.state)
+    return value, None
+
+
+class Rounds:
+    """The round-trip bookkeeping of one request."""
+
+    __slots__ = ("answers", "binding", "ctx", "pending", "responses", "round", "state")
+
+    def __init__(self, ctx: Context, target: str, arguments: Any) -> None:
+        method = ctx.request.method
+        if method not in c.INPUT_REQUIRED_METHODS:
+            raise RuntimeError(f"{method} cannot ask the client for input (only tools/call, "
+                               "prompts/get and resources/read can)")  # fmt: skip
+        self.ctx = ctx
+        self.binding = Binding.of(method, target, arguments, ctx.principal)
+        params = ctx.request.params
+        self.answers: dict[str, Any] = {}
+        self.pending: set[str] | None = None
+        self.state: dict[str, Any] = {}
+        self.round = 0
+        sealed = params.get("requestState")
+        if sealed is not None:
+            try:
+                payload, self.round = ctx.server.state_sealer.open(sealed, self.binding)
+            except StateRejected as exc:
+                logger.warning("Rejected requestState on %s %s: %s", method, target, exc)
+                raise InvalidParams("Invalid requestState") from None
+            self.answers = payload.get("a", {})
+            self.pending = set(payload.get("k", ()))
+            self.state = payload.get("u", {})
+        responses = params.get("inputResponses")
+        self.responses: dict[str, Any] = responses if isinstance(responses, dict) else {}
+
+    def answer(self, key: str, request: InputRequest) -> Any:
+        """The parsed answer to ``key``, or ``MISSING``."""
+        if key in self.responses and (self.pending is None or key in self.pending):
+            parsed = request.parse(self.responses[key])
+            if parsed is not MISSING:
+                self.answers[key] = self.responses[key]
+                return parsed
+        if key in self.answers:
+            return request.parse(self.answers[key])
+        return MISSING
+
+    def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        declared = self.ctx.client_capabilities
+        for request in requests.values():
+            missing = missing_capabilities(request.required_capabilities(), declared)
+            if missing:
+                raise MissingClientCapability(missing)
+        answers: dict[str, Any] = {}
+        unanswered: dict[str, InputRequest] = {}
+        for key, request in requests.items():
+            parsed = self.answer(key, request)
+            if parsed is MISSING:
+                unanswered[key] = request
+            else:
+                answers[key] = parsed
+        if unanswered:
+            raise NeedInput(unanswered)
+        return answers
+
+    def input_required(
+        self, requests: Mapping[str, Any], user_state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The ``InputRequiredResult`` that ends this attempt."""
+        sealer = self.ctx.server.state_sealer
+        if self.round + 1 > sealer.max_rounds:
+            raise InvalidParams(f"Too many input rounds for this request (max {sealer.max_rounds})")
+        wire = {key: r if isinstance(r, dict) else r.to_wire() for key, r in requests.items()}
+        payload = {
+            "a": self.answers,
+            "k": sorted(wire),
+            "u": self.state if user_state is None else user_state,
+        }
+        result: dict[str, Any] = {"resultType": "input_required"}
+        if wire:
+            result["inputRequests"] = wire
+        result["requestState"] = sealer.seal(self.binding, payload, round_number=self.round + 1)
+        return result
