@@ -29,6 +29,12 @@ from .server.content import Image as Image
 from .server.content import ResourceLink as ResourceLink
 from .server.context import Context as Context
 from .server.handlers import blocking as blocking
+from .server.input_requests import Elicit as Elicit
+from .server.input_requests import ElicitResult as ElicitResult
+from .server.input_requests import ListRoots as ListRoots
+from .server.input_requests import Root as Root
+from .server.input_requests import Sample as Sample
+from .server.input_requests import SampleResult as SampleResult
 from .server.middleware import CallNext as CallNext
 from .server.middleware import Middleware as Middleware
 from .server.prompts import Message as Message
@@ -37,6 +43,7 @@ from .server.resources import CachePolicy as CachePolicy
 from .server.resources import Contents as Contents
 from .server.resources import Resource as Resource
 from .server.resources import ResourceTemplate as ResourceTemplate
+from .server.rounds import InputRequired as InputRequired
 from .server.schema import Header as Header
 from .server.server import Server as Server
 from .server.tools import Tool as Tool
@@ -54,10 +61,14 @@ __all__ = [
     "Completion",
     "Contents",
     "Context",
+    "Elicit",
+    "ElicitResult",
     "EmbeddedResource",
     "Header",
     "Image",
+    "InputRequired",
     "InvalidParams",
+    "ListRoots",
     "MCPError",
     "Message",
     "MethodNotFound",
@@ -67,6 +78,9 @@ __all__ = [
     "Resource",
     "ResourceLink",
     "ResourceTemplate",
+    "Root",
+    "Sample",
+    "SampleResult",
     "Server",
     "Tool",
     "ToolError",

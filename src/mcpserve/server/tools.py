@@ -80,6 +80,7 @@ class Tool:
     requires: dict[str, Any] | None = None
     header_params: dict[str, str] = field(default_factory=dict)
     header_types: dict[str, str] = field(default_factory=dict)
+    raw_schema: RawSchema | None = None
 
     @classmethod
     def from_function(
@@ -108,6 +109,9 @@ class Tool:
         schema = input_schema if input_schema is not None else arguments.input_schema
         if schema.get("type") != "object":
             raise ValueError(f"Tool {name!r}: inputSchema must have type 'object' at its root")
+        raw_schema = RawSchema(name, schema) if input_schema is not None else None
+        if output_schema is not None:
+            RawSchema(name, output_schema)  # refuse an invalid published schema (T09)
         try:
             header_params = header_params_from_schema(schema)
         except ValueError as exc:
@@ -139,6 +143,7 @@ class Tool:
             requires=requires,
             header_params=header_params,
             header_types=property_types_from_schema(schema),
+            raw_schema=raw_schema,
         )
 
     async def call(self, arguments: Any, ctx: Context) -> dict[str, Any]:
@@ -147,6 +152,10 @@ class Tool:
             missing = missing_capabilities(self.requires, ctx.client_capabilities)
             if missing:
                 raise MissingClientCapability(missing)
+        if self.raw_schema is not None:
+            problems = self.raw_schema.problems(arguments or {})
+            if problems:
+                return error_result(f"Invalid arguments for tool {self.name}: {problems}")
         try:
             kwargs = self.arguments.validate(arguments)
         except pydantic.ValidationError as exc:
@@ -191,6 +200,39 @@ class Tool:
                 f"Tool {self.name} returned an invalid result (ref {ref})"
             ) from None
         return {"content": [text(json_text(structured))], "structuredContent": structured}
+
+
+DIALECT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+class RawSchema:
+    """A hand-written JSON Schema: checked at registration, enforced on every call.
+
+    Only the 2020-12 dialect is supported (CHECKLIST T08); ``$ref`` never leaves the
+    document, since no retrieval is configured (T10).
+    """
+
+    def __init__(self, tool: str, schema: dict[str, Any]) -> None:
+        import jsonschema
+
+        dialect = schema.get("$schema", DIALECT_2020_12)
+        if dialect.rstrip("#") != DIALECT_2020_12:
+            raise ValueError(
+                f"Tool {tool!r}: JSON Schema dialect {dialect!r} is not supported; "
+                f"use {DIALECT_2020_12}"
+            )
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"Tool {tool!r}: invalid JSON Schema: {exc.message}") from None
+        self._validator = jsonschema.Draft202012Validator(schema)
+
+    def problems(self, instance: Any) -> str:
+        """Why ``instance`` does not fit, or ``""``."""
+        errors = sorted(self._validator.iter_errors(instance), key=lambda e: list(e.path))[:10]
+        return "; ".join(
+            f"{'.'.join(map(str, error.path)) or 'arguments'}: {error.message}" for error in errors
+        )
 
 
 def describe_validation_error(tool: str, exc: pydantic.ValidationError) -> str:
