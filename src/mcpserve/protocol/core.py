@@ -79,7 +79,7 @@ class Dispatcher:
         self.versions = frozenset(versions)
         self.legacy_versions = frozenset(legacy_versions)
         self.supported_versions = [*versions, *legacy_versions]
-        self._result_meta = {c.META_SERVER_INFO: server_info} if server_info else None
+        self._server_info = dict(server_info) if server_info else None
 
     # -- the steps, in order -------------------------------------------------------------
 
@@ -105,9 +105,11 @@ class Dispatcher:
         """Stamp a handler's (fresh, owned) result dict with the protocol fields."""
         if "resultType" not in result:
             result["resultType"] = "complete"
-        if self._result_meta is not None:
+        if self._server_info is not None:
+            # Fresh dicts each time: a caller may edit a response without touching the next.
+            meta = {c.META_SERVER_INFO: self._server_info.copy()}
             own = result.get("_meta")
-            result["_meta"] = self._result_meta if own is None else {**self._result_meta, **own}
+            result["_meta"] = meta if own is None else {**meta, **own}
         return result
 
     # -- the whole path ------------------------------------------------------------------

@@ -57,15 +57,15 @@ def classify(message: Any) -> Kind:
     if "method" in message:
         if type(message["method"]) is not str:
             raise InvalidRequest('Invalid request: "method" must be a string')
-        params = message.get("params")
-        if params is not None and not isinstance(params, dict):
+        if "params" in message and not isinstance(message["params"], dict):
             raise InvalidRequest('Invalid request: "params" must be an object')
         if "id" not in message:
             return Kind.NOTIFICATION
         if not is_valid_id(message["id"]):
             raise InvalidRequest('Invalid request: "id" must be a string or an integer')
         return Kind.REQUEST
-    if "id" in message and ("result" in message or "error" in message):
+    # An error response may lack "id" (the peer could not read ours); never answer it.
+    if ("id" in message and "result" in message) or "error" in message:
         return Kind.RESPONSE
     raise InvalidRequest('Invalid request: "method" is missing')
 

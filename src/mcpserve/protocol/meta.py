@@ -55,7 +55,7 @@ def read_meta(params: dict[str, Any] | None) -> RequestMeta:
         )
     client_info = meta.get(c.META_CLIENT_INFO)
     log_level = meta.get(c.META_LOG_LEVEL)
-    if log_level is not None and log_level not in c.LOG_LEVEL_RANK:
+    if log_level is not None and (type(log_level) is not str or log_level not in c.LOG_LEVEL_RANK):
         raise InvalidParams(
             f"Invalid params: unknown log level {str(log_level)[:40]!r}",
             data={"supported": list(c.LOG_LEVELS)},

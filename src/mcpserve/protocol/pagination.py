@@ -31,7 +31,7 @@ def decode_cursor(cursor: object) -> int:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidParams("Invalid cursor") from None
     digits = text.removeprefix(_PREFIX)
-    if digits == text or not digits.isdigit():
+    if digits == text or not (digits.isascii() and digits.isdigit()):
         raise InvalidParams("Invalid cursor")
     return int(digits)
 

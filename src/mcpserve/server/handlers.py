@@ -32,6 +32,8 @@ def blocking(fn: F) -> F:
     ... @blocking
     ... def checksum(path: str) -> str: ...
     """
+    if is_async(fn):
+        raise TypeError(f"{_name(fn)} is async; @blocking is only for plain functions")
     setattr(fn, _BLOCKING_MARK, True)
     return fn
 

@@ -49,7 +49,7 @@ def method_table(server: Server) -> dict[str, Method]:
 
     async def discover(ctx: Context) -> dict[str, Any]:
         result: dict[str, Any] = {
-            "supportedVersions": server.dispatcher.supported_versions,
+            "supportedVersions": list(server.dispatcher.supported_versions),
             "capabilities": server.capabilities(),
         }
         if server.instructions:
@@ -62,12 +62,12 @@ def method_table(server: Server) -> dict[str, Method]:
         return list_page("tools", "tools", ctx)
 
     async def tools_call(ctx: Context) -> dict[str, Any]:
+        if not registry.tools:
+            raise MethodNotFound("Method not found: tools/call")
         params = ctx.request.params
         name = _string_param(params, "name")
         tool = registry.tools.get(name)
         if tool is None:
-            if not registry.tools:
-                raise MethodNotFound("Method not found: tools/call")
             raise InvalidParams(f"Unknown tool: {name[:100]}")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):

@@ -71,6 +71,10 @@ class Prompt:
     invoke: Invoker
     wire: dict[str, Any]
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not registered."""
+        return self.fn(*args, **kwargs)
+
     @classmethod
     def from_function(
         cls,

@@ -128,6 +128,10 @@ class Resource:
     mime_type: str | None = None
     cache: CachePolicy | None = None
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not registered."""
+        return self.fn(*args, **kwargs)
+
     async def read(self, uri: str, ctx: Context) -> dict[str, Any]:
         """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
         kwargs: dict[str, Any] = {}
@@ -147,6 +151,10 @@ class ResourceTemplate:
     wire: dict[str, Any]
     mime_type: str | None = None
     cache: CachePolicy | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not registered."""
+        return self.fn(*args, **kwargs)
 
     def match(self, uri: str) -> dict[str, Any] | None:
         return self.template.match(uri)

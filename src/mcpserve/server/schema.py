@@ -457,7 +457,8 @@ class OutputSpec:
         a schema (raises pydantic.ValidationError if it does not fit)."""
         if self._check:
             value = self._adapter.validate_python(value)
-        return self._adapter.dump_python(value, mode="json")
+        # by_alias: the published outputSchema names fields by their aliases too.
+        return self._adapter.dump_python(value, mode="json", by_alias=True)
 
 
 def _is_content(tp: Any, content_types: tuple[type, ...]) -> bool:

@@ -46,6 +46,20 @@ if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
     from ..transports.http import Authenticate, HTTPApp
 
+#: Methods of other protocol revisions and extensions, never available as custom methods.
+RESERVED_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "subscriptions/listen",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+    }
+)
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 
@@ -238,7 +252,11 @@ class Server:
         The request's params (without ``_meta``) are validated against the function's
         parameters; it returns a dict, a pydantic model or dataclass, or ``None`` for ``{}``.
         """
-        if name in method_table(self) or name.startswith(("notifications/", "rpc.")):
+        if (
+            name in method_table(self)
+            or name in RESERVED_METHODS
+            or name.startswith(("notifications/", "rpc.", "tasks/"))
+        ):
             raise ValueError(f"{name!r} is reserved by the protocol")
 
         def register(fn: F) -> F:

@@ -82,6 +82,10 @@ class Tool:
     header_types: dict[str, str] = field(default_factory=dict)
     raw_schema: RawSchema | None = None
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not registered."""
+        return self.fn(*args, **kwargs)
+
     @classmethod
     def from_function(
         cls,

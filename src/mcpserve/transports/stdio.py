@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
+import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -123,20 +126,24 @@ async def serve_stream(
     async with server.running():
         while True:
             try:
-                line = await reader.readline()
-            except ValueError:  # the line exceeded the reader's limit
-                await _skip_rest_of_line(reader)
+                line = await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    await session.feed(exc.partial)  # a last line without a newline
+                break
+            except asyncio.LimitOverrunError as exc:
+                await _discard_line(reader, exc.consumed)
                 session.oversized()
                 continue
-            if not line:
-                break
             await session.feed(line)
             if drain is not None:
                 await drain()
         await session.finish()
 
 
-async def _skip_rest_of_line(reader: asyncio.StreamReader) -> None:
+async def _discard_line(reader: asyncio.StreamReader, buffered: int) -> None:
+    """Drop the rest of an oversized line, newline included, without holding it in memory."""
+    await reader.readexactly(buffered)
     while True:
         try:
             await reader.readuntil(b"\n")
@@ -163,16 +170,47 @@ def _protocol_stdout() -> Iterator[int]:
         os.close(protocol_fd)
 
 
+def _is_stream(fd: int) -> bool:
+    """Pipes, sockets and terminals work with asyncio's pipe transports; files do not."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+async def _stdin_reader(limit: int) -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=limit, loop=loop)
+    fd = sys.stdin.fileno()
+    if _is_stream(fd):
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin.buffer
+        )
+        return reader
+
+    def pump() -> None:  # a regular file (``< requests.jsonl``): read it in a thread
+        while chunk := os.read(fd, 1 << 16):
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="mcpserve-stdin", daemon=True).start()
+    return reader
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 async def serve_stdio(
     server: Server, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 ) -> None:
     """Serve on this process's stdin and stdout until stdin closes."""
     loop = asyncio.get_running_loop()
     with _protocol_stdout() as protocol_fd:
-        reader = asyncio.StreamReader(limit=max_message_bytes, loop=loop)
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin.buffer
-        )
+        reader = await _stdin_reader(max_message_bytes)
+        if not _is_stream(protocol_fd):  # stdout is a regular file: plain blocking writes
+            await serve_stream(server, reader, functools.partial(_write_all, protocol_fd))
+            return
         out = os.fdopen(os.dup(protocol_fd), "wb", buffering=0)
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.streams.FlowControlMixin(loop=loop), out
