@@ -18,7 +18,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from mcpserve import Context, Server, ToolError
+from mcpserve import Context, ResourceNotFound, Server, ToolError
 
 
 @dataclass
@@ -148,7 +148,7 @@ def note(note_id: int, ctx: Context) -> str:
     """One note as Markdown."""
     found = store_of(ctx).get(note_id)
     if found is None:
-        raise ToolError(f"No note {note_id}")
+        raise ResourceNotFound(f"notes://{note_id}")
     tags = f"\n\nTags: {', '.join(found.tags)}" if found.tags else ""
     return f"# {found.title}\n\n{found.body}{tags}"
 

@@ -21,6 +21,7 @@ from .protocol.errors import InvalidParams as InvalidParams
 from .protocol.errors import MCPError as MCPError
 from .protocol.errors import MethodNotFound as MethodNotFound
 from .protocol.errors import MissingClientCapability as MissingClientCapability
+from .protocol.errors import ResourceNotFound as ResourceNotFound
 from .protocol.errors import ToolError as ToolError
 from .server.completions import Completion as Completion
 from .server.content import Audio as Audio
@@ -77,6 +78,7 @@ __all__ = [
     "Prompt",
     "Resource",
     "ResourceLink",
+    "ResourceNotFound",
     "ResourceTemplate",
     "Root",
     "Sample",

@@ -57,6 +57,13 @@ class InvalidParams(MCPError):
     code = c.INVALID_PARAMS
 
 
+class ResourceNotFound(InvalidParams):
+    """No resource at this URI: -32602 with ``data.uri`` (never an empty ``contents``)."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__("Resource not found", data={"uri": uri})
+
+
 class InternalError(MCPError):
     code = c.INTERNAL_ERROR
 

@@ -151,6 +151,11 @@ def to_blocks(value: Any) -> list[dict[str, Any]]:
     return [to_block(value)]
 
 
+def json_value(value: Any) -> Any:
+    """A plain JSON value (dicts, lists, strings, numbers) for any JSON-able value."""
+    return orjson.loads(orjson.dumps(value, default=_jsonable))
+
+
 def json_text(value: Any) -> str:
     """Compact JSON for a value, with pydantic models and dataclasses dumped first."""
     return orjson.dumps(value, default=_jsonable).decode()

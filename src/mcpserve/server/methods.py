@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import InvalidParams, MethodNotFound
+from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
 from .context import Context
 from .resources import CachePolicy, Resource
@@ -91,7 +91,7 @@ def method_table(server: Server) -> dict[str, Method]:
         uri = _string_param(ctx.request.params, "uri")
         found = registry.find_resource(uri)
         if found is None:
-            raise InvalidParams("Resource not found", data={"uri": uri})
+            raise ResourceNotFound(uri)
         resource, variables = found
         if isinstance(resource, Resource):
             result = await resource.read(uri, ctx)

@@ -100,7 +100,9 @@ class Prompt:
                 entry["description"] = param_description or param_docs[param]
             entry["required"] = param in required
             listed.append(entry)
-        name = name or fn.__name__
+        name = fn.__name__ if name is None else name
+        if not name:
+            raise ValueError("A prompt name cannot be empty")
         wire: dict[str, Any] = {"name": name}
         optional = {
             "title": title,

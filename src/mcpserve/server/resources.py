@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from ..protocol.errors import InvalidParams
+from ..protocol.errors import ResourceNotFound
 from .content import json_text
 from .context import Context
 from .handlers import Invoker, make_invoker
@@ -164,7 +164,7 @@ class ResourceTemplate:
         try:
             kwargs = self.arguments.validate(variables)
         except pydantic.ValidationError:
-            raise InvalidParams("Resource not found", data={"uri": uri}) from None
+            raise ResourceNotFound(uri) from None
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
         return await _read(self.invoke, kwargs, uri, self.mime_type, ctx)

@@ -29,7 +29,7 @@ import pydantic
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InternalError, MCPError, MissingClientCapability, ToolError
 from ..protocol.http_headers import header_params_from_schema, property_types_from_schema
-from .content import HELPER_TYPES, json_text, text, to_blocks
+from .content import HELPER_TYPES, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .handlers import Invoker, make_invoker
 from .rounds import run_asking
@@ -81,6 +81,7 @@ class Tool:
     header_params: dict[str, str] = field(default_factory=dict)
     header_types: dict[str, str] = field(default_factory=dict)
     raw_schema: RawSchema | None = None
+    output_check: RawSchema | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not registered."""
@@ -103,7 +104,7 @@ class Tool:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
     ) -> Tool:
-        name = name or fn.__name__
+        name = fn.__name__ if name is None else name
         if not _TOOL_NAME.fullmatch(name):
             raise ValueError(
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
@@ -114,8 +115,7 @@ class Tool:
         if schema.get("type") != "object":
             raise ValueError(f"Tool {name!r}: inputSchema must have type 'object' at its root")
         raw_schema = RawSchema(name, schema) if input_schema is not None else None
-        if output_schema is not None:
-            RawSchema(name, output_schema)  # refuse an invalid published schema (T09)
+        output_check = RawSchema(name, output_schema) if output_schema is not None else None
         try:
             header_params = header_params_from_schema(schema)
         except ValueError as exc:
@@ -148,6 +148,7 @@ class Tool:
             header_params=header_params,
             header_types=property_types_from_schema(schema),
             raw_schema=raw_schema,
+            output_check=output_check,
         )
 
     async def call(self, arguments: Any, ctx: Context) -> dict[str, Any]:
@@ -160,6 +161,10 @@ class Tool:
             problems = self.raw_schema.problems(arguments or {})
             if problems:
                 return error_result(f"Invalid arguments for tool {self.name}: {problems}")
+        elif arguments and not self.arguments.param_names:
+            # The published schema says additionalProperties: false; keep that promise.
+            unexpected = ", ".join(sorted(arguments)[:10])
+            return error_result(f"Tool {self.name} takes no arguments; got: {unexpected}")
         try:
             kwargs = self.arguments.validate(arguments)
         except pydantic.ValidationError as exc:
@@ -185,25 +190,43 @@ class Tool:
     def shape(self, value: Any) -> dict[str, Any]:
         """Turn a return value into a ``CallToolResult`` body."""
         if isinstance(value, ToolResult):
-            return value.to_wire()
-        if isinstance(value, dict) and isinstance(value.get("content"), list):
-            return dict(value)  # already CallToolResult-shaped: passes through untouched
-        if not self.output.structured:
+            result = value.to_wire()
+        elif _is_call_tool_result(value):
+            result = dict(value)  # already CallToolResult-shaped: passes through untouched
+        elif self.output_check is not None:
+            structured = self._checked(json_value(value))
+            return {"content": [text(json_text(structured))], "structuredContent": structured}
+        elif not self.output.structured:
             return {"content": to_blocks(value)}
+        else:
+            try:
+                structured = self.output.serialize(value)
+            except pydantic.ValidationError as exc:
+                raise self._invalid_result(str(exc)) from None
+            return {"content": [text(json_text(structured))], "structuredContent": structured}
+        # A result spelled out by the tool: its structuredContent must still fit (T13).
+        if not result.get("isError") and "outputSchema" in self.wire:
+            if "structuredContent" not in result:
+                raise self._invalid_result("no structuredContent, yet the tool has an outputSchema")
+            result["structuredContent"] = self._checked(result["structuredContent"])
+        return result
+
+    def _checked(self, structured: Any) -> Any:
+        if self.output_check is not None:
+            problems = self.output_check.problems(structured)
+            if problems:
+                raise self._invalid_result(problems)
+            return structured
         try:
-            structured = self.output.serialize(value)
+            return self.output.serialize(structured)
         except pydantic.ValidationError as exc:
-            ref = secrets.token_hex(6)
-            logger.error(
-                "Tool %r returned a value that does not fit its output schema (ref %s): %s",
-                self.name,
-                ref,
-                exc,
-            )
-            raise InternalError(
-                f"Tool {self.name} returned an invalid result (ref {ref})"
-            ) from None
-        return {"content": [text(json_text(structured))], "structuredContent": structured}
+            raise self._invalid_result(str(exc)) from None
+
+    def _invalid_result(self, why: str) -> InternalError:
+        ref = secrets.token_hex(6)
+        logger.error("Tool %r returned a result that does not fit its output schema (ref %s): "
+                     "%s", self.name, ref, why)  # fmt: skip
+        return InternalError(f"Tool {self.name} returned an invalid result (ref {ref})")
 
 
 DIALECT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -237,6 +260,13 @@ class RawSchema:
         return "; ".join(
             f"{'.'.join(map(str, error.path)) or 'arguments'}: {error.message}" for error in errors
         )
+
+
+def _is_call_tool_result(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    content = value.get("content")
+    return isinstance(content, list) and all(is_content_block(block) for block in content)
 
 
 def describe_validation_error(tool: str, exc: pydantic.ValidationError) -> str:
