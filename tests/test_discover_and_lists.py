@@ -67,7 +67,7 @@ async def test_tools_capability_appears_only_with_a_tool(connect):
 
     async with connect(server) as client:
         result = await client.discover()
-    assert result["capabilities"] == {"tools": {}}
+    assert result["capabilities"] == {"tools": {"listChanged": True}}
 
 
 async def test_resources_capability_appears_with_a_resource(connect):
@@ -79,7 +79,7 @@ async def test_resources_capability_appears_with_a_resource(connect):
 
     async with connect(server) as client:
         result = await client.discover()
-    assert result["capabilities"] == {"resources": {}}
+    assert result["capabilities"] == {"resources": {"subscribe": True, "listChanged": True}}
 
 
 async def test_resources_capability_appears_with_only_a_template(connect):
@@ -91,7 +91,7 @@ async def test_resources_capability_appears_with_only_a_template(connect):
 
     async with connect(server) as client:
         result = await client.discover()
-    assert result["capabilities"] == {"resources": {}}
+    assert result["capabilities"] == {"resources": {"subscribe": True, "listChanged": True}}
 
 
 async def test_prompts_capability_appears_with_a_prompt(connect):
@@ -103,7 +103,7 @@ async def test_prompts_capability_appears_with_a_prompt(connect):
 
     async with connect(server) as client:
         result = await client.discover()
-    assert result["capabilities"] == {"prompts": {}}
+    assert result["capabilities"] == {"prompts": {"listChanged": True}}
 
 
 async def test_completions_capability_appears_with_a_completer(connect):
@@ -119,7 +119,7 @@ async def test_completions_capability_appears_with_a_completer(connect):
 
     async with connect(server) as client:
         result = await client.discover()
-    assert result["capabilities"] == {"prompts": {}, "completions": {}}
+    assert result["capabilities"] == {"prompts": {"listChanged": True}, "completions": {}}
 
 
 async def test_logging_capability_appears_only_with_client_logging(connect):
@@ -161,9 +161,9 @@ async def test_every_capability_appears_when_everything_is_registered(connect):
     async with connect(server) as client:
         result = await client.discover()
     assert result["capabilities"] == {
-        "tools": {},
-        "resources": {},
-        "prompts": {},
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
         "completions": {},
         "logging": {},
         "extensions": {"com.example/x": {}},
@@ -179,7 +179,7 @@ async def test_capabilities_follow_tools_added_and_removed_at_run_time(connect):
         server.remove_tool("late")
         after = await client.discover()
     assert "tools" not in before["capabilities"]
-    assert during["capabilities"] == {"tools": {}}
+    assert during["capabilities"] == {"tools": {"listChanged": True}}
     assert "tools" not in after["capabilities"]
 
 

@@ -123,7 +123,7 @@ async def test_prompts_capability_and_list_cache_fields(connect: Any) -> None:
         return "hello"
 
     async with connect(server) as client:
-        assert (await client.discover())["capabilities"]["prompts"] == {}
+        assert (await client.discover())["capabilities"]["prompts"] == {"listChanged": True}
         result = await client.request("prompts/list")
     assert {"ttlMs", "cacheScope"} <= set(result)
 

@@ -486,7 +486,10 @@ async def test_resources_capability_is_declared_only_with_resources(connect: Any
         return ""
 
     async with connect(server) as client:
-        assert (await client.discover())["capabilities"]["resources"] == {}
+        assert (await client.discover())["capabilities"]["resources"] == {
+            "subscribe": True,
+            "listChanged": True,
+        }
 
 
 async def test_resource_methods_without_resources_are_method_not_found(connect: Any) -> None:

@@ -404,7 +404,7 @@ async def test_discover_declares_tools_only_when_a_tool_is_registered(connect: A
     server = Server("t")
     server.add_tool(lambda: "", name="one")
     async with connect(server) as client:
-        assert (await client.discover())["capabilities"]["tools"] == {}
+        assert (await client.discover())["capabilities"]["tools"] == {"listChanged": True}
 
 
 @pytest.mark.parametrize("name", ["has space", "slash/name", "x" * 129, "ünïcode", "a:b"])

@@ -290,6 +290,39 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
     return f"Suggested: {reply.text}"
 
 
+# -- list changes, delivered to subscriptions/listen streams ------------------------------------
+
+
+def _toggle_tool() -> str:
+    """A tool that comes and goes, so the tool list really changes."""
+    return "I come and go."
+
+
+def _toggle_prompt() -> str:
+    """A prompt that comes and goes."""
+    return "I come and go."
+
+
+@server.tool
+def test_trigger_tool_change() -> str:
+    """Add or remove a tool; listeners that asked for toolsListChanged are told."""
+    if "dynamic_tool" in server.registry.tools:
+        server.remove_tool("dynamic_tool")
+        return "Removed dynamic_tool."
+    server.add_tool(_toggle_tool, name="dynamic_tool")
+    return "Added dynamic_tool."
+
+
+@server.tool
+def test_trigger_prompt_change() -> str:
+    """Add or remove a prompt; listeners that asked for promptsListChanged are told."""
+    if "dynamic_prompt" in server.registry.prompts:
+        server.remove_prompt("dynamic_prompt")
+        return "Removed dynamic_prompt."
+    server.add_prompt(_toggle_prompt, name="dynamic_prompt")
+    return "Added dynamic_prompt."
+
+
 # -- resources --------------------------------------------------------------------------------
 
 

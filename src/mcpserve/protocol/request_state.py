@@ -25,6 +25,7 @@ import binascii
 import hashlib
 import logging
 import os
+import re
 import secrets
 import time
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ import orjson
 logger = logging.getLogger("mcpserve.state")
 
 VERSION = "v1"
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 ENV_KEYS = "MCPSERVE_STATE_KEYS"
 MAX_STATE_CHARS = 256 * 1024
 
@@ -69,10 +71,14 @@ def parse_keys(spec: str) -> list[tuple[str, bytes]]:
         kid, sep, encoded = item.partition(":")
         if not sep or not kid.isalnum():
             raise ValueError(f"{ENV_KEYS}: expected 'id:base64key' items, got {kid!r}")
+        padded = encoded + "=" * (-len(encoded) % 4)
         try:
-            key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+            key = base64.b64decode(padded, validate=True)
         except binascii.Error:
-            key = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+            try:
+                key = base64.urlsafe_b64decode(padded)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"{ENV_KEYS}: key {kid!r} is not valid base64") from None
         if len(key) != 32:
             raise ValueError(f"{ENV_KEYS}: key {kid!r} must be 32 bytes (base64), not {len(key)}")
         keys.append((kid, key))
@@ -102,6 +108,9 @@ class StateSealer:
         if keys is None:
             # One process can seal and open its own state; several processes cannot share it.
             keys = [(secrets.token_hex(4), os.urandom(32))]
+        for kid, key in keys:
+            if not kid.isalnum() or len(key) != 32:
+                raise ValueError(f"State key {kid!r}: ids are alphanumeric, keys 32 bytes")
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self._sealing_id = keys[0][0]
@@ -136,10 +145,15 @@ class StateSealer:
         cipher = self._ciphers.get(kid)
         if cipher is None:
             raise StateRejected(f"unknown key id {kid[:16]!r}")
+        # Only the exact text we issued opens: canonical unpadded base64url, nothing else.
+        if not _BASE64URL.fullmatch(token):
+            raise StateRejected("not base64url")
         try:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         except (binascii.Error, ValueError):
             raise StateRejected("not base64url") from None
+        if base64.urlsafe_b64encode(raw).decode().rstrip("=") != token:
+            raise StateRejected("not canonical base64url")
         if len(raw) < 12 + 16:
             raise StateRejected("truncated")
         from cryptography.exceptions import InvalidTag

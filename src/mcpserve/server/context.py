@@ -250,7 +250,7 @@ class Context:
         """
         token = self.request.meta.progress_token
         send = self.request.send
-        if token is None or send is None:
+        if token is None or send is None or self.cancelled:
             return False
         if self._last_progress is not None and progress <= self._last_progress:
             return False
@@ -276,7 +276,7 @@ class Context:
             python_logger.log(_PYTHON_LEVELS[level], "%s", data)
         wanted = self.request.meta.log_level
         send = self.request.send
-        if wanted is None or send is None or not self.server.client_logging:
+        if wanted is None or send is None or not self.server.client_logging or self.cancelled:
             return False
         if c.LOG_LEVEL_RANK[level] < c.LOG_LEVEL_RANK[wanted]:
             return False

@@ -66,7 +66,7 @@ def method_table(server: Server) -> dict[str, Method]:
             raise MethodNotFound("Method not found: tools/call")
         params = ctx.request.params
         name = _string_param(params, "name")
-        tool = registry.tools.get(name)
+        tool = registry.tool(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name[:100]}")
         arguments = params.get("arguments")
@@ -114,7 +114,7 @@ def method_table(server: Server) -> dict[str, Method]:
     async def prompts_get(ctx: Context) -> dict[str, Any]:
         require_prompts()
         name = _string_param(ctx.request.params, "name")
-        prompt = registry.prompts.get(name)
+        prompt = registry.prompt(name)
         if prompt is None:
             raise InvalidParams(f"Unknown prompt: {name[:100]}")
         return await prompt.render(ctx.request.params.get("arguments"), ctx)
@@ -158,4 +158,5 @@ def method_table(server: Server) -> dict[str, Method]:
         "prompts/list": prompts_list,
         "prompts/get": prompts_get,
         "completion/complete": complete,
+        "subscriptions/listen": server.subscriptions.listen,
     }

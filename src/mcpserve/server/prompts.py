@@ -117,6 +117,7 @@ class Prompt:
     async def render(self, arguments: Any, ctx: Context) -> dict[str, Any]:
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidParams("Invalid params: prompt arguments must be an object")
+        ctx.begin_rounds(self.name, arguments or {})
         try:
             kwargs = self.arguments.validate(arguments)
         except pydantic.ValidationError as exc:
@@ -127,7 +128,5 @@ class Prompt:
             raise InvalidParams(f"Invalid arguments for prompt {self.name}: {problems}") from None
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
-        value, input_required = await run_asking(
-            ctx, self.name, arguments or {}, lambda: self.invoke(kwargs)
-        )
+        value, input_required = await run_asking(ctx, lambda: self.invoke(kwargs))
         return input_required if input_required is not None else to_messages(value)

@@ -31,6 +31,9 @@ class Registry:
         self.version = 0
         self._listeners: list[Callable[[ListKind], None]] = []
         self._entries: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        #: Registered but switched off: hidden from lists, unknown to calls and reads.
+        self.disabled: dict[ListKind, set[str]] = {"tools": set(), "prompts": set(),
+                                                   "resources": set()}  # fmt: skip
 
     def on_change(self, listener: Callable[[ListKind], None]) -> None:
         self._listeners.append(listener)
@@ -81,6 +84,35 @@ class Registry:
         self._changed("prompts")
         return prompt
 
+    def set_enabled(self, kind: ListKind, key: str, enabled: bool) -> None:
+        """Switch a tool, prompt, resource or template (by URI or template) on or off."""
+        known: dict[str, dict[str, Any]] = {
+            "tools": self.tools,
+            "prompts": self.prompts,
+            "resources": {**self.resources, **self.templates},
+        }
+        if key not in known[kind]:
+            raise KeyError(f"Nothing named {key!r} among the {kind}")
+        was_enabled = key not in self.disabled[kind]
+        if enabled:
+            self.disabled[kind].discard(key)
+        else:
+            self.disabled[kind].add(key)
+        if was_enabled != enabled:
+            self._changed(kind)
+
+    def tool(self, name: str) -> Tool | None:
+        tool = self.tools.get(name)
+        if tool is None or (self.disabled["tools"] and name in self.disabled["tools"]):
+            return None
+        return tool
+
+    def prompt(self, name: str) -> Prompt | None:
+        prompt = self.prompts.get(name)
+        if prompt is None or name in self.disabled["prompts"]:
+            return None
+        return prompt
+
     def add_completer(self, key: CompletionKey, completer: Completer) -> None:
         self.completers[key] = completer
         self.version += 1
@@ -89,10 +121,13 @@ class Registry:
 
     def find_resource(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
         """The resource serving ``uri``: an exact URI first, then templates in order."""
+        off = self.disabled["resources"]
         resource = self.resources.get(uri)
-        if resource is not None:
+        if resource is not None and uri not in off:
             return resource, {}
-        for template in self.templates.values():
+        for key, template in self.templates.items():
+            if key in off:
+                continue
             variables = template.match(uri)
             if variables is not None:
                 return template, variables
@@ -110,7 +145,8 @@ class Registry:
             "prompts": self.prompts,
         }
         source = sources[kind]
-        built = [item.wire for item in source.values()]
+        off = self.disabled["resources" if kind in ("resources", "templates") else kind]  # type: ignore[index]
+        built = [item.wire for key, item in source.items() if key not in off]
         self._entries[kind] = (self.version, built)
         return built
 

@@ -134,6 +134,7 @@ class Resource:
 
     async def read(self, uri: str, ctx: Context) -> dict[str, Any]:
         """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
+        ctx.begin_rounds(uri, {})
         kwargs: dict[str, Any] = {}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
@@ -161,6 +162,7 @@ class ResourceTemplate:
 
     async def read(self, uri: str, variables: dict[str, Any], ctx: Context) -> dict[str, Any]:
         """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
+        ctx.begin_rounds(uri, {})
         try:
             kwargs = self.arguments.validate(variables)
         except pydantic.ValidationError:
@@ -173,7 +175,7 @@ class ResourceTemplate:
 async def _read(
     invoke: Invoker, kwargs: dict[str, Any], uri: str, mime_type: str | None, ctx: Context
 ) -> dict[str, Any]:
-    value, input_required = await run_asking(ctx, uri, {}, lambda: invoke(kwargs))
+    value, input_required = await run_asking(ctx, lambda: invoke(kwargs))
     if input_required is not None:
         return input_required
     return {"contents": to_contents(value, uri, mime_type)}

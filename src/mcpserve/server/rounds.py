@@ -56,14 +56,40 @@ class InputRequired:
     state: dict[str, Any] | None = None
 
 
+def required_capabilities(request: Any) -> dict[str, Any]:
+    """The client capabilities an input request needs; raw dicts are read by method."""
+    if not isinstance(request, dict):
+        needed: dict[str, Any] = request.required_capabilities()
+        return needed
+    method = request.get("method")
+    params = request.get("params")
+    if not isinstance(params, dict):
+        params = {}
+    if method == "elicitation/create":
+        return {"elicitation": {"url" if params.get("mode") == "url" else "form": {}}}
+    if method == "sampling/createMessage":
+        uses_tools = "tools" in params or "toolChoice" in params
+        return {"sampling": {"tools": {}} if uses_tools else {}}
+    if method == "roots/list":
+        return {"roots": {}}
+    raise ValueError(f"Unknown input request method {method!r}")
+
+
+def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        elif key not in into:
+            into[key] = value
+
+
 async def run_asking(
-    ctx: Context, target: str, arguments: Any, call: Callable[[], Awaitable[Any]]
+    ctx: Context, call: Callable[[], Awaitable[Any]]
 ) -> tuple[Any, dict[str, Any] | None]:
-    """Run one attempt of a handler that may ask for input.
+    """Run one attempt of a handler that may ask for input (after ``ctx.begin_rounds``).
 
     Returns ``(value, None)`` when it finished, or ``(None, input_required_result)``.
     """
-    ctx.begin_rounds(target, arguments)
     try:
         value = await call()
     except NeedInput as need:
@@ -114,12 +140,17 @@ class Rounds:
             return request.parse(self.answers[key])
         return MISSING
 
-    def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
-        declared = self.ctx.client_capabilities
+    def check_capabilities(self, requests: Mapping[str, Any]) -> None:
+        """-32021 naming everything the client lacks for ``requests`` (CHECKLIST M04)."""
+        needed: dict[str, Any] = {}
         for request in requests.values():
-            missing = missing_capabilities(request.required_capabilities(), declared)
-            if missing:
-                raise MissingClientCapability(missing)
+            _merge(needed, required_capabilities(request))
+        missing = missing_capabilities(needed, self.ctx.client_capabilities)
+        if missing:
+            raise MissingClientCapability(missing)
+
+    def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        self.check_capabilities(requests)
         answers: dict[str, Any] = {}
         unanswered: dict[str, InputRequest] = {}
         for key, request in requests.items():
@@ -136,6 +167,7 @@ class Rounds:
         self, requests: Mapping[str, Any], user_state: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """The ``InputRequiredResult`` that ends this attempt."""
+        self.check_capabilities(requests)
         sealer = self.ctx.server.state_sealer
         if self.round + 1 > sealer.max_rounds:
             raise InvalidParams(f"Too many input rounds for this request (max {sealer.max_rounds})")

@@ -25,41 +25,25 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-import pydantic
-
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Request, Send
-from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
+from .bus import SubscriptionBus, bus_from_url, resource_updated
 from .completions import Completer
 from .context import Context
-from .handlers import make_invoker
+from .custom import RESERVED_METHODS, RESERVED_PREFIXES, custom_method
 from .methods import method_table
 from .middleware import MethodHandler, Middleware, compose
 from .prompts import Prompt
 from .registry import Registry
 from .resources import CachePolicy, Resource, ResourceTemplate, build_resource
-from .schema import inspect_arguments, inspect_output
+from .subscriptions import Subscriptions
 from .tools import Tool
 
 if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
-    from ..transports.http import Authenticate, HTTPApp
+    from ..transports.http import HTTPApp
 
-#: Methods of other protocol revisions and extensions, never available as custom methods.
-RESERVED_METHODS = frozenset(
-    {
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "subscriptions/listen",
-        "sampling/createMessage",
-        "elicitation/create",
-        "roots/list",
-    }
-)
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 
@@ -87,6 +71,8 @@ class Server:
         state_keys: list[tuple[str, bytes]] | None = None,
         state_ttl_seconds: float = 300.0,
         max_input_rounds: int = 10,
+        bus: SubscriptionBus | str | None = None,
+        subscription_queue_size: int = 256,
     ) -> None:
         self.name = name
         self.version = version
@@ -109,6 +95,10 @@ class Server:
         self.lifespan_state: Any = None
         self.extensions = dict(extensions or {})
         self.registry = Registry()
+        if bus is None or isinstance(bus, str):
+            bus = bus_from_url(bus)
+        self.subscriptions = Subscriptions(self, bus, queue_size=subscription_queue_size)
+        self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         self._server_info_in_results = server_info_in_results
         self._max_threads = max_threads or min(32, (os.cpu_count() or 1) + 4)
         self._pool: ThreadPoolExecutor | None = None
@@ -163,6 +153,34 @@ class Server:
 
     def remove_tool(self, name: str) -> Tool:
         return self.registry.remove_tool(name)
+
+    def add_prompt(
+        self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any
+    ) -> Prompt:
+        """Register a prompt at any time, e.g. while serving."""
+        prompt = (
+            fn
+            if isinstance(fn, Prompt)
+            else Prompt.from_function(fn, pool=self.thread_pool, **options)
+        )
+        self.registry.add_prompt(prompt, replace=replace)
+        return prompt
+
+    def add_resource(
+        self, uri: str, fn: Callable[..., Any], *, replace: bool = False, **options: Any
+    ) -> Resource | ResourceTemplate:
+        """Register a resource or template at any time, e.g. while serving."""
+        resource = build_resource(uri, fn, pool=self.thread_pool, **options)
+        self.registry.add_resource(resource, replace=replace)
+        return resource
+
+    def enable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
+        """Switch a registered tool, prompt or resource (URI or template) back on."""
+        self.registry.set_enabled(kind, key, True)
+
+    def disable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
+        """Hide a tool, prompt or resource from lists and calls, without unregistering it."""
+        self.registry.set_enabled(kind, key, False)
 
     def resource(
         self,
@@ -249,39 +267,17 @@ class Server:
     def method(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
         """Register a handler for a custom JSON-RPC method (use a namespaced name).
 
-        The request's params (without ``_meta``) are validated against the function's
-        parameters; it returns a dict, a pydantic model or dataclass, or ``None`` for ``{}``.
+        See :mod:`mcpserve.server.custom` for how params and results are handled.
         """
         if (
             name in method_table(self)
             or name in RESERVED_METHODS
-            or name.startswith(("notifications/", "rpc.", "tasks/"))
+            or name.startswith(RESERVED_PREFIXES)
         ):
             raise ValueError(f"{name!r} is reserved by the protocol")
 
         def register(fn: F) -> F:
-            arguments = inspect_arguments(fn, context_type=Context, strict=False)
-            output = inspect_output(fn)
-            invoke = make_invoker(fn, blocking=blocking, pool=self.thread_pool)
-
-            async def handler(ctx: Context) -> JSONDict:
-                params = {k: v for k, v in ctx.request.params.items() if k != "_meta"}
-                try:
-                    kwargs = arguments.validate(params)
-                except pydantic.ValidationError as exc:
-                    raise InvalidParams(f"Invalid params for {name}: {exc.error_count()} error(s)",
-                                        data=exc.errors(include_url=False, include_input=False)
-                                        ) from None  # fmt: skip
-                if arguments.context_param is not None:
-                    kwargs[arguments.context_param] = ctx
-                value = await invoke(kwargs)
-                if value is None:
-                    return {}
-                if isinstance(value, dict):
-                    return dict(value)
-                return dict(output.serialize(value))
-
-            self._custom[name] = handler
+            self._custom[name] = custom_method(name, fn, blocking=blocking, pool=self.thread_pool)
             self._dispatcher = None
             return fn
 
@@ -299,12 +295,14 @@ class Server:
         """Server capabilities, derived from what is registered (CHECKLIST V04)."""
         registry = self.registry
         capabilities: JSONDict = {}
+        # Changes reach listeners through subscriptions/listen, so listChanged and
+        # subscribe are always true for the features that exist.
         if registry.tools:
-            capabilities["tools"] = {}
+            capabilities["tools"] = {"listChanged": True}
         if registry.resources or registry.templates:
-            capabilities["resources"] = {}
+            capabilities["resources"] = {"subscribe": True, "listChanged": True}
         if registry.prompts:
-            capabilities["prompts"] = {}
+            capabilities["prompts"] = {"listChanged": True}
         if registry.completers:
             capabilities["completions"] = {}
         if self.client_logging:
@@ -362,16 +360,22 @@ class Server:
         Each process would seal with its own random key, so a retry landing on another
         worker or instance would be rejected.
         """
-        if (
-            processes > 1
-            and self._state_options[0] is None
-            and not os.environ.get("MCPSERVE_STATE_KEYS")
-        ):
+        if processes <= 1 or self._state_options[0] is not None:
+            return
+        if os.environ.get("MCPSERVE_STATE_KEYS"):
+            from ..protocol.request_state import parse_keys
+
+            parse_keys(os.environ["MCPSERVE_STATE_KEYS"])  # a malformed value fails here
+        else:
             raise RuntimeError(
                 f"Serving from {processes} processes needs a shared requestState key: set "
                 "MCPSERVE_STATE_KEYS (e.g. the output of `mcpserve keygen`) or pass "
                 "Server(state_keys=...)"
             )
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell listeners subscribed to ``uri`` (or a parent of it), in every process."""
+        await self.subscriptions.publish_now(resource_updated(uri))
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""
@@ -388,6 +392,8 @@ class Server:
             stack = AsyncExitStack()
             if self.lifespan is not None:
                 self.lifespan_state = await stack.enter_async_context(self.lifespan(self))
+            await self.subscriptions.start()
+            stack.push_async_callback(self.subscriptions.shutdown)
             self._exit_stack = stack
         self._running += 1
         try:
@@ -401,43 +407,19 @@ class Server:
                 finally:
                     self.lifespan_state = None
 
-    def http_app(
-        self,
-        path: str = "/mcp",
-        *,
-        max_body_bytes: int = 4 * 1024 * 1024,
-        allowed_hosts: list[str] | None = None,
-        allowed_origins: list[str] | None = None,
-        public_url: str | None = None,
-        bind_host: str | None = None,
-        keepalive_seconds: float = 15.0,
-        authenticate: Authenticate | None = None,
-    ) -> HTTPApp:
+    def http_app(self, path: str = "/mcp", **options: Any) -> HTTPApp:
         """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``).
 
-        Mount it in any ASGI server or framework. ``allowed_hosts``, ``allowed_origins``
-        and ``public_url`` configure DNS-rebinding protection (see ``transports/origin.py``);
-        by default only loopback host names are accepted. ``authenticate(headers)`` returns
-        the caller's :class:`Auth` (principal and scopes, seen as ``ctx.principal`` and
-        ``ctx.scopes``) or ``None`` to answer 401.
+        Mount it in any ASGI server or framework. Options: ``max_body_bytes`` (default
+        4 MiB), ``allowed_hosts``, ``allowed_origins``, ``public_url`` and ``bind_host``
+        (DNS-rebinding protection, see ``transports/origin.py``; by default only loopback
+        host names pass), ``keepalive_seconds`` for SSE comments, and
+        ``authenticate(headers)``, which returns the caller's :class:`Auth` (seen as
+        ``ctx.principal`` and ``ctx.scopes``) or ``None`` to answer 401.
         """
-        from ..transports.http import HTTPApp
-        from ..transports.origin import OriginPolicy
+        from ..transports.serve import build_http_app
 
-        policy = OriginPolicy.build(
-            bind_host=bind_host,
-            allowed_hosts=allowed_hosts,
-            allowed_origins=allowed_origins,
-            public_url=public_url,
-        )
-        return HTTPApp(
-            self,
-            path=path,
-            max_body_bytes=max_body_bytes,
-            origin_policy=policy,
-            keepalive_seconds=keepalive_seconds,
-            authenticate=authenticate,
-        )
+        return build_http_app(self, path, **options)
 
     def run(
         self,
@@ -455,9 +437,8 @@ class Server:
 
             asyncio.run(serve_stdio(self))
         elif transport == "http":
-            import uvicorn
+            from ..transports.serve import run_http
 
-            app = self.http_app(path, bind_host=host, **app_options)
-            uvicorn.run(app, host=host, port=port, lifespan="on", log_level=log_level)
+            run_http(self, host=host, port=port, path=path, log_level=log_level, **app_options)
         else:
             raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")

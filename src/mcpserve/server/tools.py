@@ -157,6 +157,7 @@ class Tool:
             missing = missing_capabilities(self.requires, ctx.client_capabilities)
             if missing:
                 raise MissingClientCapability(missing)
+        ctx.begin_rounds(self.name, arguments or {})  # a bad requestState fails first
         if self.raw_schema is not None:
             problems = self.raw_schema.problems(arguments or {})
             if problems:
@@ -172,9 +173,7 @@ class Tool:
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
         try:
-            value, input_required = await run_asking(
-                ctx, self.name, arguments or {}, lambda: self.invoke(kwargs)
-            )
+            value, input_required = await run_asking(ctx, lambda: self.invoke(kwargs))
         except ToolError as exc:
             return error_result(str(exc))
         except MCPError:

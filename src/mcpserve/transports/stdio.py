@@ -29,7 +29,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import InvalidRequest, ParseError
-from ..protocol.jsonrpc import JSONDict, RequestId, dumps, error_response, is_valid_id, loads
+from ..protocol.jsonrpc import (
+    JSONDict,
+    RequestId,
+    dumps,
+    error_response,
+    is_valid_id,
+    loads,
+    notification,
+)
 
 if TYPE_CHECKING:
     from ..server.server import Server
@@ -89,8 +97,14 @@ class StdioSession:
                 self.send(notification)
 
         response = await self.server.handle(message, send=send_related)
-        if response is not None and not _cancelling():
-            self.send(response)
+        if response is None or _cancelling():
+            return
+        self.send(response)
+        if message.get("method") == "subscriptions/listen" and "result" in response:
+            # The server ended the subscription: after its result, the stdio teardown
+            # notification too (CHECKLIST §19-Q1).
+            params = {"requestId": message["id"], "reason": "Subscription ended"}
+            self.send(notification("notifications/cancelled", params))
 
     def _notification(self, message: JSONDict) -> None:
         if message.get("method") != "notifications/cancelled":
@@ -138,6 +152,8 @@ async def serve_stream(
             await session.feed(line)
             if drain is not None:
                 await drain()
+        # The client is gone: open subscriptions end now, each with its final result.
+        server.subscriptions.end_all()
         await session.finish()
 
 

@@ -1,0 +1,72 @@
+"""The subscription bus: how a change made in one process reaches listeners in every one.
+
+A change (the tool list changed, a resource was updated) is an :data:`Event`, a small
+JSON-able dict. :meth:`SubscriptionBus.publish` delivers it to this process's listeners
+and to every other process on the same bus. Two buses ship with mcpserve:
+
+* :class:`LocalBus`, the default: this process only, no dependencies.
+* :class:`~mcpserve.server.redis_bus.RedisBus`: Redis pub/sub, so every worker and every
+  instance sharing the Redis server hears every change.
+
+Pick one with ``Server(bus=...)`` or the ``MCPSERVE_BUS`` environment variable
+(``redis://host:port/db``); :func:`bus_from_url` does the parsing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, Protocol
+
+Event = dict[str, Any]
+Deliver = Callable[[Event], None]
+
+TOOLS_CHANGED: Event = {"type": "tools"}
+PROMPTS_CHANGED: Event = {"type": "prompts"}
+RESOURCES_CHANGED: Event = {"type": "resources"}
+
+
+def resource_updated(uri: str) -> Event:
+    return {"type": "updated", "uri": uri}
+
+
+class SubscriptionBus(Protocol):
+    """Carries events between the processes serving one MCP server."""
+
+    async def start(self, deliver: Deliver) -> None:
+        """Begin delivering events (from any process) to ``deliver``, on this event loop."""
+
+    async def publish(self, event: Event) -> None:
+        """Deliver ``event`` here and in every other process on the bus."""
+
+    async def stop(self) -> None:
+        """Stop delivering and release connections."""
+
+
+class LocalBus:
+    """Events stay in this process."""
+
+    def __init__(self) -> None:
+        self._deliver: Deliver | None = None
+
+    async def start(self, deliver: Deliver) -> None:
+        self._deliver = deliver
+
+    async def publish(self, event: Event) -> None:
+        if self._deliver is not None:
+            self._deliver(event)
+
+    async def stop(self) -> None:
+        self._deliver = None
+
+
+def bus_from_url(url: str | None = None) -> SubscriptionBus:
+    """The bus a URL names (``memory://`` or ``redis://...``); default ``$MCPSERVE_BUS``."""
+    url = url if url is not None else os.environ.get("MCPSERVE_BUS", "memory://")
+    if url in ("", "memory://", "local", "memory"):
+        return LocalBus()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from .redis_bus import RedisBus
+
+        return RedisBus(url)
+    raise ValueError(f"Unknown subscription bus {url!r}: use memory:// or redis://host:port/db")

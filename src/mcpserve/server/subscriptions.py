@@ -1,0 +1,224 @@
+"""``subscriptions/listen``: long-lived notification streams, fed by the subscription bus.
+
+A listener is one open ``subscriptions/listen`` request. It holds the filter the server
+agreed to honour (echoed in the acknowledgement) and a bounded queue. Events arrive from
+the bus on the event loop and are fanned out with ``put``s that never wait, so a slow
+client cannot hold up the publisher or other listeners; a listener whose queue is full is
+ended gracefully instead (the client will listen again) and counted in ``overflows``.
+
+Nothing outlives the request (CHECKLIST S11): closing the stream (HTTP), a
+``notifications/cancelled`` (stdio) or the server shutting down ends it. On shutdown each
+listener gets its final ``subscriptions/listen`` result (S08).
+
+``resourceSubscriptions`` match a ``notifications/resources/updated`` URI exactly, or as
+a parent: subscribing to ``file:///project`` also reports ``file:///project/a.txt``.
+URIs no resource or template serves are left out of the acknowledgement (§19-Q8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import constants as c
+from ..protocol.errors import InvalidParams, InvalidRequest
+from ..protocol.jsonrpc import JSONDict, RequestId
+from .bus import Event, SubscriptionBus
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .server import Server
+
+logger = logging.getLogger("mcpserve.subscriptions")
+
+_LIST_FILTERS = {
+    "tools": ("toolsListChanged", "notifications/tools/list_changed"),
+    "prompts": ("promptsListChanged", "notifications/prompts/list_changed"),
+    "resources": ("resourcesListChanged", "notifications/resources/list_changed"),
+}
+
+
+class Listener:
+    """One open subscription: its id, honoured filter and pending notifications."""
+
+    __slots__ = ("_wake", "ended", "filter", "id", "pending", "queue_size", "uris")
+
+    def __init__(self, listen_id: RequestId, honoured: dict[str, Any], queue_size: int) -> None:
+        self.id = listen_id
+        self.filter = honoured
+        self.uris: tuple[str, ...] = tuple(honoured.get("resourceSubscriptions", ()))
+        self.pending: deque[JSONDict] = deque()
+        self.queue_size = queue_size
+        self.ended = False
+        self._wake = asyncio.Event()
+
+    def wants(self, event: Event) -> str | None:
+        """The notification method this listener takes ``event`` as, if any."""
+        kind = event.get("type")
+        if kind in _LIST_FILTERS:
+            key, method = _LIST_FILTERS[kind]
+            return method if self.filter.get(key) else None
+        if kind == "updated":
+            uri = event.get("uri")
+            if isinstance(uri, str) and any(_covers(sub, uri) for sub in self.uris):
+                return "notifications/resources/updated"
+        return None
+
+    def offer(self, method: str, event: Event) -> bool:
+        """Queue a notification; False when the queue is full."""
+        if len(self.pending) >= self.queue_size:
+            return False
+        params: JSONDict = {"_meta": {c.META_SUBSCRIPTION_ID: self.id}}
+        if method == "notifications/resources/updated":
+            params["uri"] = event["uri"]
+        self.pending.append({"jsonrpc": "2.0", "method": method, "params": params})
+        self._wake.set()
+        return True
+
+    def end(self) -> None:
+        self.ended = True
+        self._wake.set()
+
+    async def next(self) -> JSONDict | None:
+        """The next notification, or None once the subscription is ending."""
+        while not self.pending:
+            if self.ended:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+        return self.pending.popleft()
+
+
+def _covers(subscribed: str, uri: str) -> bool:
+    return uri == subscribed or uri.startswith(subscribed.rstrip("/") + "/")
+
+
+class Subscriptions:
+    """The listeners of one server process, and its connection to the bus."""
+
+    def __init__(self, server: Server, bus: SubscriptionBus, *, queue_size: int = 256) -> None:
+        self.server = server
+        self.bus = bus
+        self.queue_size = queue_size
+        self.listeners: set[Listener] = set()
+        self.overflows = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._start_lock = asyncio.Lock()
+        self._publishing: set[asyncio.Future[None]] = set()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        async with self._start_lock:
+            if self._loop is None:
+                await self.bus.start(self.deliver)
+                self._loop = asyncio.get_running_loop()
+
+    async def shutdown(self) -> None:
+        """End every listener gracefully (each gets its final result), then the bus."""
+        for listener in list(self.listeners):
+            listener.end()
+        if self._loop is not None:
+            self._loop = None
+            await self.bus.stop()
+
+    def end_all(self) -> None:
+        """End every listener gracefully, keeping the bus (e.g. one stdio client left)."""
+        for listener in list(self.listeners):
+            listener.end()
+
+    # -- publishing and delivering --------------------------------------------------------
+
+    def publish(self, event: Event) -> None:
+        """Send ``event`` through the bus; callable from any thread, a no-op before start."""
+        loop = self._loop
+        if loop is None:
+            return
+        if _running_loop() is loop:
+            task = loop.create_task(self.bus.publish(event))
+            self._publishing.add(task)
+            task.add_done_callback(self._publishing.discard)
+        else:
+            asyncio.run_coroutine_threadsafe(self.bus.publish(event), loop)
+
+    async def publish_now(self, event: Event) -> None:
+        """Publish from the event loop and wait until the bus has taken the event."""
+        if self._loop is not None:
+            await self.bus.publish(event)
+
+    def deliver(self, event: Event) -> None:
+        """Fan ``event`` out to matching listeners; runs on the event loop."""
+        for listener in list(self.listeners):
+            method = listener.wants(event)
+            if method is None or listener.ended:
+                continue
+            if not listener.offer(method, event):
+                self.overflows += 1
+                logger.warning("Subscription %r fell %d notifications behind; ending it "
+                               "(the client will listen again)", listener.id,
+                               listener.queue_size)  # fmt: skip
+                listener.end()
+
+    # -- the method ---------------------------------------------------------------------
+
+    def honoured(self, requested: dict[str, Any]) -> dict[str, Any]:
+        """The part of a requested filter this server can deliver (echoed in the ack)."""
+        registry = self.server.registry
+        offered = {
+            "toolsListChanged": bool(registry.tools),
+            "promptsListChanged": bool(registry.prompts),
+            "resourcesListChanged": bool(registry.resources or registry.templates),
+        }
+        honoured: dict[str, Any] = {
+            key: True for key, available in offered.items() if available and requested.get(key)
+        }
+        uris = requested.get("resourceSubscriptions")
+        if isinstance(uris, list):
+            known = [uri for uri in uris if isinstance(uri, str) and _served(registry, uri)]
+            if known:
+                honoured["resourceSubscriptions"] = known
+        return honoured
+
+    async def listen(self, ctx: Context) -> JSONDict:
+        """Serve one ``subscriptions/listen`` request until it ends."""
+        requested = ctx.request.params.get("notifications")
+        if not isinstance(requested, dict):
+            raise InvalidParams('Invalid params: "notifications" must be an object')
+        send = ctx.request.send
+        if send is None:
+            raise InvalidRequest(
+                "subscriptions/listen needs a stream: send Accept: text/event-stream"
+            )
+        await self.start()
+        honoured = self.honoured(requested)
+        listener = Listener(ctx.request.id, honoured, self.queue_size)
+        self.listeners.add(listener)
+        subscription = {c.META_SUBSCRIPTION_ID: listener.id}
+        try:
+            await send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {"_meta": subscription, "notifications": honoured},
+                }
+            )
+            while (message := await listener.next()) is not None:
+                await send(message)
+        finally:
+            self.listeners.discard(listener)
+        return {"_meta": dict(subscription)}
+
+
+def _served(registry: Any, uri: str) -> bool:
+    if uri in registry.resources:
+        return True
+    return any(template.match(uri) is not None for template in registry.templates.values())
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

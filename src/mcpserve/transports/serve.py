@@ -1,0 +1,73 @@
+"""Serving a ``Server``: building the ASGI app, and running stdio or uvicorn.
+
+Kept apart from the server so that ``import mcpserve`` loads no HTTP machinery: uvicorn
+is imported only when HTTP is served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .http import Authenticate, HTTPApp
+from .origin import OriginPolicy
+
+if TYPE_CHECKING:
+    from ..server.server import Server
+
+
+def build_http_app(
+    server: Server,
+    path: str = "/mcp",
+    *,
+    max_body_bytes: int = 4 * 1024 * 1024,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    public_url: str | None = None,
+    bind_host: str | None = None,
+    keepalive_seconds: float = 15.0,
+    authenticate: Authenticate | None = None,
+) -> HTTPApp:
+    """See :meth:`Server.http_app`."""
+    policy = OriginPolicy.build(
+        bind_host=bind_host,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        public_url=public_url,
+    )
+    return HTTPApp(
+        server,
+        path=path,
+        max_body_bytes=max_body_bytes,
+        origin_policy=policy,
+        keepalive_seconds=keepalive_seconds,
+        authenticate=authenticate,
+    )
+
+
+def run_http(
+    server: Server,
+    *,
+    host: str,
+    port: int,
+    path: str,
+    log_level: str,
+    **app_options: Any,
+) -> None:
+    """Serve with uvicorn until SIGINT/SIGTERM, ending subscriptions gracefully first."""
+    import uvicorn
+
+    app = build_http_app(server, path, bind_host=host, **app_options)
+    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level=log_level)
+    uvicorn_server = uvicorn.Server(config)
+    # uvicorn waits for open connections before the lifespan shutdown, and a listen stream
+    # never closes by itself: end subscriptions (each gets its final result) on the signal.
+    stop = uvicorn_server.handle_exit
+
+    def handle_exit(sig: int, frame: FrameType | None) -> None:
+        server.subscriptions.end_all()
+        stop(sig, frame)
+
+    uvicorn_server.handle_exit = handle_exit  # type: ignore[method-assign]
+    asyncio.run(uvicorn_server.serve())
