@@ -7,12 +7,17 @@ never a float or a boolean), and ``params``, when present, is an object.
 
 from __future__ import annotations
 
+import json
+import logging
+import secrets
 from enum import Enum
 from typing import Any
 
 import orjson
 
-from .errors import InvalidRequest, MCPError, ParseError
+from .errors import InternalError, InvalidRequest, MCPError, ParseError
+
+logger = logging.getLogger("mcpserve")
 
 JSONDict = dict[str, Any]
 RequestId = str | int
@@ -33,8 +38,28 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 
 
 def dumps(message: JSONDict) -> bytes:
-    """Encode one message as compact UTF-8 JSON (no raw newlines, so it frames on stdio)."""
-    return orjson.dumps(message)
+    """Encode one message as compact UTF-8 JSON (no raw newlines, so it frames on stdio).
+
+    orjson refuses integers beyond 64 bits; the standard library writes them exactly. A
+    message neither can encode becomes an internal error answer (for requests) instead of
+    an exception in the transport.
+    """
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        pass
+    try:
+        return json.dumps(
+            message, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+    except (TypeError, ValueError):
+        if "id" not in message or "method" in message:
+            raise
+        ref = secrets.token_hex(6)
+        logger.error("Response to %r is not JSON-serializable (ref %s)", message["id"], ref)
+        return orjson.dumps(
+            error_response(message["id"], InternalError(f"Internal error (ref {ref})"))
+        )
 
 
 def is_valid_id(value: object) -> bool:

@@ -171,7 +171,7 @@ class HTTPApp:
             await _json(send, 415, error_response(None, error))
             return
         declared = headers.get("content-length", "")
-        too_big = declared.isdigit() and int(declared) > self.max_body_bytes
+        too_big = declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes
         body = None if too_big else await _read_body(receive, self.max_body_bytes)
         if body is None:
             error = InvalidRequest(f"Request body exceeds {self.max_body_bytes} bytes")
@@ -222,7 +222,8 @@ class HTTPApp:
             handler = dispatcher.lookup(method)
             hh.check_name_header(headers, message)
             if method == "tools/call":
-                tool = self.server.registry.tools.get(params.get("name"))  # type: ignore[arg-type]
+                name = params.get("name")
+                tool = self.server.registry.tool(name) if isinstance(name, str) else None
                 if tool is not None and tool.header_params:
                     arguments = params.get("arguments")
                     hh.check_param_headers(
@@ -239,11 +240,14 @@ class HTTPApp:
         request = Request(request_id, method, params, meta, stream.notify, auth)
         if not stream.sse_allowed:
             request.send = None
-        response = await _cancel_on_disconnect(
-            dispatcher.execute(handler, request), receive, request_id
-        )
-        if response is not None:
-            await stream.finish(response)
+        try:
+            response = await _cancel_on_disconnect(
+                dispatcher.execute(handler, request), receive, request_id
+            )
+            if response is not None:
+                await stream.finish(response)
+        finally:
+            stream.close()
 
 
 class _ResponseStream:
@@ -277,9 +281,13 @@ class _ResponseStream:
                     {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
                 )
 
-    async def finish(self, response: JSONDict) -> None:
+    def close(self) -> None:
         if self._keepalive is not None:
             self._keepalive.cancel()
+            self._keepalive = None
+
+    async def finish(self, response: JSONDict) -> None:
+        self.close()
         if not self._started:
             error = response.get("error")
             await _json(self._send, status_for(error["code"]) if error else 200, response)

@@ -29,6 +29,8 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
 def _split_host(value: str) -> str:
     """The host part of a ``Host`` header value, lower-cased, brackets kept for IPv6."""
     value = value.strip().lower()
+    if "@" in value or "/" in value:
+        return ""  # userinfo or a path has no place in a Host header: matches nothing
     if value.startswith("["):
         end = value.find("]")
         return value[: end + 1] if end != -1 else value
