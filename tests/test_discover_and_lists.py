@@ -36,6 +36,13 @@ async def test_discover_lists_the_supported_versions(connect):
     server = Server("s")
     async with connect(server) as client:
         result = await client.discover()
+    assert result["supportedVersions"] == ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
+
+
+async def test_modern_only_server_lists_only_the_modern_version(connect):
+    server = Server("s", legacy=False)
+    async with connect(server) as client:
+        result = await client.discover()
     assert result["supportedVersions"] == ["2026-07-28"]
 
 
@@ -248,7 +255,7 @@ async def test_mutating_a_discover_result_does_not_change_the_next_one():
     first = await result_of(server, "server/discover")
     first["supportedVersions"].append("1900-01-01")
     second = await result_of(server, "server/discover")
-    assert second["supportedVersions"] == ["2026-07-28"]
+    assert "1900-01-01" not in second["supportedVersions"]
 
 
 # -- tools/list ----------------------------------------------------------------------------

@@ -280,7 +280,7 @@ async def test_unknown_method_with_unsupported_version_is_minus_32022():
 
 
 async def test_legacy_initialize_without_meta_is_minus_32022_naming_supported_versions():
-    server = Server("s")
+    server = Server("s", legacy=False)
     response = await server.handle(
         {
             "jsonrpc": "2.0",
@@ -326,7 +326,7 @@ async def test_legacy_initialize_with_non_modern_meta_is_minus_32022():
 
 
 async def test_unsupported_version_is_minus_32022_with_supported_and_requested():
-    server = Server("s")
+    server = Server("s", legacy=False)
     response = await server.handle(
         request("server/discover", request_id=6, meta={VERSION: "1900-01-01", CAPS: {}})
     )
@@ -360,10 +360,18 @@ async def test_overlong_requested_version_is_truncated():
 
 
 async def test_legacy_version_in_meta_is_minus_32022_on_a_modern_only_server():
-    server = Server("s")
+    server = Server("s", legacy=False)
     response = await server.handle(request("tools/list", meta={VERSION: "2025-11-25", CAPS: {}}))
     check("UnsupportedProtocolVersionError", response)
     assert response["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+
+
+async def test_dual_era_server_lists_legacy_versions_in_minus_32022():
+    server = Server("s")  # legacy support is on by default (CHECKLIST V06, §19-Q18)
+    response = await server.handle(request("tools/list", meta={VERSION: "2025-11-25", CAPS: {}}))
+    check("UnsupportedProtocolVersionError", response)
+    assert response["error"]["data"]["supported"] == ["2026-07-28", *c.LEGACY_VERSIONS]
+    assert "initialize" in response["error"]["message"]
 
 
 async def test_legacy_version_in_meta_says_the_handshake_is_required():
@@ -401,7 +409,7 @@ async def test_supported_version_reaches_the_handler(connect):
 
 
 async def test_client_with_unsupported_version_gets_minus_32022(connect):
-    server = Server("s")
+    server = Server("s", legacy=False)
     async with connect(server, protocol_version="1900-01-01") as client:
         with pytest.raises(MCPError) as caught:
             await client.discover()

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpserve import Auth
+from mcpserve import Auth, Server
 from servers.basic import server
 from wire_helpers import (
     BASIC,
@@ -446,11 +446,35 @@ async def test_auth_runs_after_host_and_origin_and_before_method() -> None:
 
 @pytest.mark.parametrize("verb", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"])
 async def test_other_methods_are_405_allow_post(client: httpx.AsyncClient, verb: str) -> None:
-    headers = {**mcp_headers("tools/list"), "accept": "text/event-stream", "mcp-session-id": "abc"}
+    headers = {**mcp_headers("tools/list"), "accept": "text/event-stream"}
     response = await client.request(verb, "/mcp", headers=headers)
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
     assert "mcp-session-id" not in response.headers
+
+
+@pytest.mark.parametrize("verb", ["GET", "DELETE"])
+async def test_get_and_delete_with_an_unknown_session_are_404(
+    client: httpx.AsyncClient, verb: str
+) -> None:
+    # CHECKLIST Y02: a dual-era server routes GET/DELETE with a session id to the
+    # handshake era, where an unknown session is 404.
+    headers = {"accept": "text/event-stream", "mcp-session-id": "abc"}
+    response = await client.request(verb, "/mcp", headers=headers)
+    assert response.status_code == 404
+    assert "mcp-session-id" not in response.headers
+
+
+@pytest.mark.parametrize("verb", ["GET", "DELETE"])
+async def test_modern_only_server_answers_get_and_delete_with_a_session_id_405(
+    verb: str,
+) -> None:
+    modern_only = Server("modern-only", legacy=False)
+    async with asgi_client(modern_only.http_app()) as http:
+        headers = {"accept": "text/event-stream", "mcp-session-id": "abc"}
+        response = await http.request(verb, "/mcp", headers=headers)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
 
 
 async def test_method_checked_before_content_type(client: httpx.AsyncClient) -> None:
@@ -770,7 +794,7 @@ async def test_version_checked_before_method(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize("with_headers", [False, True])
-async def test_legacy_initialize_is_32022(client: httpx.AsyncClient, with_headers: bool) -> None:
+async def test_legacy_initialize_is_32022_when_legacy_is_off(with_headers: bool) -> None:
     body = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -786,9 +810,12 @@ async def test_legacy_initialize_is_32022(client: httpx.AsyncClient, with_header
         if with_headers
         else {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     )
-    reply = await post(client, body, headers)
+    modern_only = Server("modern-only", legacy=False)
+    async with asgi_client(modern_only.http_app()) as client:
+        reply = await post(client, body, headers)
     error = assert_error(reply, 400, -32022, request_id=0)
-    assert VERSION in error["data"]["supported"]
+    assert error["data"]["supported"] == [VERSION]
+    assert VERSION in error["message"]
 
 
 # =========================================================================== row 13: method

@@ -59,6 +59,8 @@ class Request:
     meta: RequestMeta
     send: Send | None = None
     auth: Auth = ANONYMOUS
+    #: The legacy-era session this request belongs to (None on the 2026-07-28 wire).
+    session: Any = None
 
 
 Handler = Callable[[Request], Awaitable[JSONDict]]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -154,6 +155,19 @@ class Context:
             self._cancel_flag = (threading.Event(), asyncio.Event())
         return self._cancel_flag
 
+    def close_stream(self, retry_ms: int = 1000) -> bool:
+        """End this request's HTTP connection early; the client reconnects to resume.
+
+        Only the handshake era's resumable streams can do this (the server keeps writing,
+        the client resumes with ``Last-Event-ID`` after ``retry_ms``). Elsewhere it does
+        nothing and returns False.
+        """
+        detach = getattr(self.request.send, "detach", None)
+        if detach is None:
+            return False
+        detach(retry_ms)
+        return True
+
     # -- asking the client (multi round-trip requests) ------------------------------------
 
     def begin_rounds(self, target: str, arguments: Any) -> None:
@@ -201,6 +215,12 @@ class Context:
 
         >>> answers = await ctx.ask(name=Elicit("Name?", schema=Name), roots=ListRoots())
         """
+        return await self._ask(requests)
+
+    async def _ask(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        if self.request.session is not None and self.server.legacy is not None:
+            # Handshake era: real requests to the client, awaited on this stream.
+            return await self.server.legacy.ask(self, requests)
         return self.rounds.ask(requests)
 
     async def elicit(
@@ -214,7 +234,7 @@ class Context:
         """Ask the user: a form for ``schema`` (a pydantic model or JSON schema), or a URL."""
         request = Elicit(message, schema, url)
         key = key or self._next_key("elicit")
-        answer: ElicitResult = self.rounds.ask({key: request})[key]
+        answer: ElicitResult = (await self._ask({key: request}))[key]
         return answer
 
     async def sample(
@@ -223,13 +243,13 @@ class Context:
         """Ask the client's LLM; ``messages`` may be a single string."""
         request = Sample(messages, max_tokens, **options)
         key = key or self._next_key("sample")
-        answer: SampleResult = self.rounds.ask({key: request})[key]
+        answer: SampleResult = (await self._ask({key: request}))[key]
         return answer
 
     async def list_roots(self, *, key: str | None = None) -> list[Root]:
         """The client's roots."""
         key = key or self._next_key("roots")
-        roots: list[Root] = self.rounds.ask({key: ListRoots()})[key]
+        roots: list[Root] = (await self._ask({key: ListRoots()}))[key]
         return roots
 
     def _next_key(self, kind: str) -> str:

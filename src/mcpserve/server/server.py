@@ -32,6 +32,7 @@ from .bus import SubscriptionBus, bus_from_url, resource_updated
 from .completions import Completer
 from .context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, custom_method
+from .legacy import Legacy
 from .methods import method_table
 from .middleware import MethodHandler, Middleware, compose
 from .prompts import Prompt
@@ -73,6 +74,10 @@ class Server:
         max_input_rounds: int = 10,
         bus: SubscriptionBus | str | None = None,
         subscription_queue_size: int = 256,
+        legacy: bool = True,
+        legacy_client_timeout_seconds: float = 120.0,
+        max_sessions: int = 1000,
+        session_idle_seconds: float = 1800.0,
     ) -> None:
         self.name = name
         self.version = version
@@ -99,6 +104,11 @@ class Server:
             bus = bus_from_url(bus)
         self.subscriptions = Subscriptions(self, bus, queue_size=subscription_queue_size)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
+        #: The handshake-era front (2025-11-25 and earlier), or None when switched off.
+        self.legacy = (
+            Legacy(self, client_timeout_seconds=legacy_client_timeout_seconds) if legacy else None
+        )
+        self.session_limits = (max_sessions, session_idle_seconds)
         self._server_info_in_results = server_info_in_results
         self._max_threads = max_threads or min(32, (os.cpu_count() or 1) + 4)
         self._pool: ThreadPoolExecutor | None = None
@@ -320,6 +330,7 @@ class Server:
                 {name: self._entry(compose(self._middleware, h)) for name, h in handlers.items()},
                 server_info=self.info if self._server_info_in_results else None,
                 versions=c.MODERN_VERSIONS,
+                legacy_versions=c.LEGACY_VERSIONS if self.legacy is not None else (),
             )
         return self._dispatcher
 

@@ -54,6 +54,8 @@ class LegacySession:
         #: Where notifications unrelated to a request go (stdout, or the GET stream).
         self.emit: Emit | None = None
         self.streams: OrderedDict[str, Any] = OrderedDict()
+        #: The HTTP GET stream for notifications unrelated to a request, when open.
+        self.standalone: Any = None
         self._ids = itertools.count(1)
 
     def touch(self) -> None:
@@ -81,8 +83,8 @@ class LegacySession:
         if "error" in response:
             error = response["error"] if isinstance(response["error"], dict) else {}
             code = error.get("code")
-            message = str(error.get("message", "The client refused the request"))
-            raise MCPError(message, code=code if type(code) is int else None)
+            reason = str(error.get("message", "The client refused the request"))
+            raise MCPError(reason, code=code if type(code) is int else None)
         result = response.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -127,6 +129,7 @@ class LegacySession:
         self.tasks.clear()
         self.pending.clear()
         self.streams.clear()
+        self.standalone = None
         self.resource_subscriptions.clear()
 
 

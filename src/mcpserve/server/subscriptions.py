@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -103,6 +104,8 @@ class Subscriptions:
         self.bus = bus
         self.queue_size = queue_size
         self.listeners: set[Listener] = set()
+        #: Legacy sessions hear every event and pick what concerns them.
+        self.sinks: set[Callable[[Event], None]] = set()
         self.overflows = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = asyncio.Lock()
@@ -150,6 +153,8 @@ class Subscriptions:
 
     def deliver(self, event: Event) -> None:
         """Fan ``event`` out to matching listeners; runs on the event loop."""
+        for sink in list(self.sinks):
+            sink(event)
         for listener in list(self.listeners):
             method = listener.wants(event)
             if method is None or listener.ended:

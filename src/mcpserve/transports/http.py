@@ -28,6 +28,11 @@ Checks run in this order before the handler (CHECKLIST §19-Q3); the first failu
  15   client capabilities a tool requires                        400, -32021
 ====  =========================================================  ===================
 
+Handshake-era clients (2025-11-25 and earlier) share the endpoint: a POST without
+per-request ``_meta`` that is an ``initialize``, carries an ``Mcp-Session-Id``, or names a
+legacy ``MCP-Protocol-Version`` (or none) goes to ``http_legacy.py``, and so do GET and
+DELETE with a session id (CHECKLIST Y01-Y02). Everything with ``_meta`` is modern.
+
 Errors from the handler itself (an unknown tool, a resource that does not exist, -32603)
 are ordinary JSON-RPC answers with status 200 (§19-Q4). A notification is answered 202
 with no body and not acted upon (§19-Q6). When the client closes the connection while a
@@ -48,6 +53,7 @@ from ..protocol.core import ANONYMOUS, Auth, Request, has_modern_meta
 from ..protocol.errors import InvalidRequest, MCPError, ParseError
 from ..protocol.jsonrpc import JSONDict, Kind, classify, dumps, error_response, loads, readable_id
 from ..protocol.meta import read_meta
+from .http_legacy import SESSION_HEADER, LegacyHTTP
 from .origin import OriginPolicy
 
 if TYPE_CHECKING:
@@ -102,6 +108,7 @@ class HTTPApp:
         self.origin_policy = origin_policy or OriginPolicy.build()
         self.keepalive_seconds = keepalive_seconds
         self._lifespan_context: Any = None
+        self.legacy = LegacyHTTP(server, _json) if server.legacy is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         kind = scope["type"]
@@ -127,6 +134,8 @@ class HTTPApp:
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self.legacy is not None:
+                    self.legacy.close()
                 if self._lifespan_context is not None:
                     await self._lifespan_context.__aexit__(None, None, None)
                 await send({"type": "lifespan.shutdown.complete"})
@@ -162,6 +171,12 @@ class HTTPApp:
                 await _json(send, 401, error_response(None, error), _CHALLENGE)
                 return
             auth = outcome
+        if scope["method"] in ("GET", "DELETE") and self.legacy is not None:
+            session_id = headers.get(SESSION_HEADER)
+            if session_id is not None:
+                await self._legacy_get_or_delete(scope["method"], session_id, headers, receive,
+                                                 send)  # fmt: skip
+                return
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
@@ -186,6 +201,10 @@ class HTTPApp:
         except InvalidRequest as exc:
             await _json(send, 400, error_response(readable_id(message), exc))
             return
+        if self.legacy is not None and await self._legacy_post(
+            message, kind, headers, auth, receive, send
+        ):
+            return
         if kind is Kind.NOTIFICATION:
             try:
                 hh.check_notification_headers(headers, message)
@@ -199,6 +218,69 @@ class HTTPApp:
             await _json(send, 400, error_response(readable_id(message), error))
             return
         await self._request(message, headers, auth, receive, send)
+
+    # -- the handshake era (CHECKLIST Y01-Y04) -----------------------------------------------
+
+    async def _legacy_post(
+        self,
+        message: JSONDict,
+        kind: Kind,
+        headers: dict[str, str],
+        auth: Auth,
+        receive: Receive,
+        send: ASGISend,
+    ) -> bool:
+        """Serve a POST that belongs to the handshake era; False if it is a modern one."""
+        assert self.legacy is not None
+        params = message.get("params")
+        if isinstance(params, dict) and has_modern_meta(params):
+            return False  # per-request _meta: modern, even inside a session (Y01)
+        is_initialize = kind is Kind.REQUEST and message["method"] == "initialize"
+        session_id = headers.get(SESSION_HEADER)
+        version = headers.get(hh.PROTOCOL_VERSION_HEADER)
+        legacy_header = version is None or version.strip() in c.LEGACY_VERSIONS
+        if (
+            not is_initialize
+            and session_id is None
+            and not (legacy_header and kind is Kind.REQUEST)
+        ):
+            return False
+        problem = self.legacy.version_problem(headers)
+        if problem is not None:
+            await _json(send, 400, error_response(readable_id(message), InvalidRequest(problem)))
+            return True
+        if is_initialize:
+            await self.legacy.initialize(message, send)
+            return True
+        if session_id is None:
+            error = InvalidRequest("Bad request: Mcp-Session-Id is required (send initialize)")
+            await _json(send, 400, error_response(readable_id(message), error))
+            return True
+        session = self.legacy.sessions.get(session_id.strip())
+        if session is None:
+            error = InvalidRequest("Session not found: send initialize to start a new one")
+            await _json(send, 404, error_response(readable_id(message), error))
+            return True
+        await self.legacy.post(message, kind, session, auth, receive, send)
+        return True
+
+    async def _legacy_get_or_delete(
+        self,
+        method: str,
+        session_id: str,
+        headers: dict[str, str],
+        receive: Receive,
+        send: ASGISend,
+    ) -> None:
+        assert self.legacy is not None
+        session = self.legacy.sessions.get(session_id.strip())
+        if session is None:
+            error = InvalidRequest("Session not found: send initialize to start a new one")
+            await _json(send, 404, error_response(None, error))
+        elif method == "GET":
+            await self.legacy.get(session, headers, receive, send)
+        else:
+            await self.legacy.delete(session, send)
 
     async def _request(
         self,

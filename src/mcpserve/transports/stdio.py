@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.core import has_modern_meta
 from ..protocol.errors import InvalidRequest, ParseError
 from ..protocol.jsonrpc import (
     JSONDict,
@@ -40,7 +41,9 @@ from ..protocol.jsonrpc import (
 )
 
 if TYPE_CHECKING:
+    from ..server.legacy import Legacy
     from ..server.server import Server
+    from ..server.sessions import LegacySession
 
 logger = logging.getLogger("mcpserve.stdio")
 
@@ -54,6 +57,8 @@ class StdioSession:
         self.server = server
         self._write = write
         self.inflight: dict[RequestId, asyncio.Task[None]] = {}
+        #: Set once a handshake-era client sent ``initialize``: the process is its session.
+        self.legacy: LegacySession | None = None
 
     def send(self, message: JSONDict) -> None:
         self._write(dumps(message) + b"\n")
@@ -68,13 +73,18 @@ class StdioSession:
         except ParseError as exc:
             self.send(error_response(None, exc))
             return
+        session = self._legacy_session(message)
         if isinstance(message, dict) and "method" in message:
             if "id" not in message:
                 self._notification(message)
+                if session is not None:
+                    await self._legacy.handle(message, session, None)
+                return
+            if self._legacy_shortcut(message, session):
                 return
             if is_valid_id(message["id"]) and message["id"] not in self.inflight:
                 request_id = message["id"]
-                task = asyncio.create_task(self._serve(message))
+                task = asyncio.create_task(self._serve(message, session))
                 self.inflight[request_id] = task
                 task.add_done_callback(lambda _: self.inflight.pop(request_id, None))
                 return
@@ -83,7 +93,10 @@ class StdioSession:
                     message["id"], InvalidRequest("Invalid request: this id is already in flight")
                 ))  # fmt: skip
                 return
-        # Client responses are ignored; anything malformed gets its -32600 here.
+        if session is not None and isinstance(message, dict) and "id" in message:
+            session.receive_response(message)  # an answer to one of our requests
+            return
+        # Other client responses are ignored; anything malformed gets its -32600 here.
         response = await self.server.handle(message)
         if response is not None:
             self.send(response)
@@ -91,12 +104,57 @@ class StdioSession:
     def oversized(self) -> None:
         self.send(error_response(None, InvalidRequest("Invalid request: message too large")))
 
-    async def _serve(self, message: JSONDict) -> None:
+    # -- the handshake era (CHECKLIST Y01, Y15, Y20) ----------------------------------------
+
+    @property
+    def _legacy(self) -> Legacy:
+        assert self.server.legacy is not None
+        return self.server.legacy
+
+    def _legacy_session(self, message: Any) -> LegacySession | None:
+        """The session a message belongs to: None for modern (``_meta``) messages."""
+        if self.legacy is None or not isinstance(message, dict):
+            return None
+        params = message.get("params")
+        if isinstance(params, dict) and has_modern_meta(params):
+            return None
+        return self.legacy
+
+    def _legacy_shortcut(self, message: JSONDict, session: LegacySession | None) -> bool:
+        """Answer ``initialize``, and a ``ping`` before it (§19-Q15); True if answered."""
+        if self.server.legacy is None or not is_valid_id(message["id"]):
+            return False
+        params = message.get("params")
+        modern = isinstance(params, dict) and has_modern_meta(params)
+        if message["method"] == "initialize" and not modern:
+            new_session, response = self._legacy.initialize(message)
+            if new_session is not None:
+                self._end_legacy()
+                new_session.emit = self.send
+                self.server.subscriptions.sinks.add(new_session.on_event)
+                self.legacy = new_session
+            self.send(response)
+            return True
+        if message["method"] == "ping" and session is None and not modern:
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            return True
+        return False
+
+    def _end_legacy(self) -> None:
+        if self.legacy is not None:
+            self.server.subscriptions.sinks.discard(self.legacy.on_event)
+            self.legacy.close()
+            self.legacy = None
+
+    async def _serve(self, message: JSONDict, session: LegacySession | None) -> None:
         async def send_related(notification: JSONDict) -> None:
             if not _cancelling():
                 self.send(notification)
 
-        response = await self.server.handle(message, send=send_related)
+        if session is not None:
+            response = await self._legacy.handle(message, session, send_related)
+        else:
+            response = await self.server.handle(message, send=send_related)
         if response is None or _cancelling():
             return
         self.send(response)
@@ -118,7 +176,9 @@ class StdioSession:
             task.cancel()
 
     async def finish(self) -> None:
-        """Wait for every in-flight request to end."""
+        """Let the legacy session go (its questions to the client fail), then wait for
+        every in-flight request to end."""
+        self._end_legacy()
         while self.inflight:
             await asyncio.gather(*self.inflight.values(), return_exceptions=True)
 

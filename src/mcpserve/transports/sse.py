@@ -1,0 +1,97 @@
+"""Resumable SSE streams for the handshake era (2025-11-25 Streamable HTTP).
+
+A legacy stream outlives its HTTP connection: the request's handler keeps writing to it
+while the client is away, and a ``GET`` with ``Last-Event-ID`` picks it up again. Every
+event gets an id ``<stream>-<n>``, unique within the session, and the last ``buffer_size``
+events are kept for replay (older ones are gone: a client that was away that long must
+start over).
+
+The first event of a stream is a priming event (an id and empty data), so a client can
+resume even before anything else was sent. :meth:`EventStream.detach` lets the server end
+the connection early: it sends a ``retry`` field and closes, and the client reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ..protocol.jsonrpc import JSONDict, dumps
+
+ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class EventStream:
+    """One legacy SSE stream: numbered events, a replay buffer, one connection at a time."""
+
+    def __init__(self, *, buffer_size: int = 512) -> None:
+        self.id = secrets.token_hex(6)
+        self.events: deque[tuple[int, bytes, JSONDict | None]] = deque(maxlen=buffer_size)
+        self.seq = 0
+        self.finished = False
+        self._detach_retry_ms: int | None = None
+        self._wake = asyncio.Event()
+        self.push_raw(f"id: {self.id}-0\ndata:\n\n".encode(), None)  # priming event
+
+    def push(self, message: JSONDict) -> None:
+        """Append one JSON-RPC message; it goes out now if a client is attached."""
+        self.seq += 1
+        frame = b"id: %s-%d\ndata: %s\n\n" % (self.id.encode(), self.seq, dumps(message))
+        self.push_raw(frame, message)
+
+    def push_raw(self, frame: bytes, message: JSONDict | None) -> None:
+        self.events.append((self.seq, frame, message))
+        self._wake.set()
+
+    def finish(self) -> None:
+        """No more events will come (the response was pushed, or the session ended)."""
+        self.finished = True
+        self._wake.set()
+
+    def detach(self, retry_ms: int) -> None:
+        """Ask the attached connection to close now, telling the client when to come back."""
+        self._detach_retry_ms = retry_ms
+        self._wake.set()
+
+    @property
+    def detach_requested(self) -> bool:
+        return self._detach_retry_ms is not None
+
+    def first_message(self) -> JSONDict | None:
+        return next((message for _, _, message in self.events if message is not None), None)
+
+    async def wait(self) -> None:
+        """Until something happens: a message, the end, or a detach request."""
+        self._wake.clear()
+        if self.seq or self.finished or self._detach_retry_ms is not None:
+            return
+        await self._wake.wait()
+
+    async def pump(self, send: ASGISend, after: int | None = None) -> None:
+        """Write events numbered above ``after`` (all, if None) until finished or detached."""
+        sent = -1 if after is None else after
+        while True:
+            self._wake.clear()
+            frames = [frame for seq, frame, _ in self.events if seq > sent]
+            if frames:
+                sent = self.events[-1][0]
+                await send({"type": "http.response.body", "body": b"".join(frames),
+                            "more_body": True})  # fmt: skip
+            if self._detach_retry_ms is not None and not self.finished:
+                retry = b"retry: %d\n\n" % self._detach_retry_ms
+                self._detach_retry_ms = None
+                await send({"type": "http.response.body", "body": retry})
+                return
+            if self.finished and sent >= self.seq:
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await self._wake.wait()
