@@ -7,10 +7,10 @@ text, image, audio and embedded-resource content, tool errors, progress and log
 notifications, a hand-written JSON Schema, a required client capability, a parameter
 mirrored in an HTTP header, resources and a template, prompts and a completion.
 
-It covers the 2026-07-28 (stateless) leg, including the multi round-trip tools
-(``test_input_required_result_*``). Still to come: the list-changed trigger tools, the
-2025-11-25-only tools (sampling, elicitation, ``logging/setLevel``, reconnection) and the
-tasks fixtures.
+It serves both legs on one endpoint: the 2026-07-28 (stateless) wire, including the multi
+round-trip tools (``test_input_required_result_*``) and the list-change triggers, and the
+2025-11-25 (session) wire, where the same ``ctx.elicit``/``ctx.sample`` calls become real
+requests to the client. The tasks extension fixtures are not here yet.
 
 Serve it over Streamable HTTP at ``http://127.0.0.1:PORT/mcp``::
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel
 
@@ -288,6 +288,112 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
         return f"Hello, {answer.data.name}!" if answer.accepted else "No name."
     reply = await ctx.sample("Suggest a name.", max_tokens=20, key="name_suggestion")
     return f"Suggested: {reply.text}"
+
+
+# -- tools the 2025-11-25 leg calls (the same code serves both eras) -----------------------------
+
+
+class Contact(BaseModel):
+    username: str
+    email: str
+
+
+class Defaults(BaseModel):
+    name: str = "John Doe"
+    age: int = 30
+    score: float = 95.5
+    status: Literal["active", "inactive", "pending"] = "active"
+    verified: bool = True
+
+
+ENUM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+@server.tool
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Send three log messages while working."""
+    for step in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+        await ctx.log("info", step)
+        await asyncio.sleep(0.05)
+    return "Logging test completed"
+
+
+@server.tool
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Ask the client's model to answer a prompt.
+
+    Args:
+        prompt: What to ask the model.
+    """
+    reply = await ctx.sample(prompt, max_tokens=100)
+    return f"LLM response: {reply.text}"
+
+
+@server.tool
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Ask the user for a username and an email address.
+
+    Args:
+        message: What to tell the user.
+    """
+    answer = await ctx.elicit(message, Contact)
+    return f"User response: action={answer.action}, content={answer.content}"
+
+
+@server.tool
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Ask with a form whose fields all have defaults (SEP-1034)."""
+    answer = await ctx.elicit("Please review your details", Defaults)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+@server.tool
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Ask with every enum style of SEP-1330, as a hand-written schema."""
+    answer = await ctx.elicit("Please choose options", ENUM_SCHEMA)
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+@server.tool
+async def test_reconnection(ctx: Context) -> str:
+    """Close the SSE connection mid-call; the client resumes it and gets the result."""
+    await ctx.log("info", "Before disconnect")
+    ctx.close_stream(retry_ms=100)
+    await asyncio.sleep(0.2)
+    await ctx.log("info", "After reconnect")
+    return "Reconnection test completed"
 
 
 # -- list changes, delivered to subscriptions/listen streams ------------------------------------
