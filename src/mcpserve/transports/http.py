@@ -145,6 +145,9 @@ class HTTPApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         path = scope["path"]
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]  # mounted under a prefix (Starlette's Mount, FastAPI)
         if path != self.path and path.rstrip("/") != self.path:
             await _plain(send, 404, b"Not Found")
             return
