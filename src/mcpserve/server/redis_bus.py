@@ -48,9 +48,14 @@ class RedisBus:
 
     async def start(self, deliver: Deliver) -> None:
         import redis.asyncio as redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
 
         self._deliver = deliver
-        self._client = redis.Redis.from_url(self.url, socket_connect_timeout=2)
+        # A pooled connection may have died with a restarted server: retry a publish on a
+        # fresh one, briefly (notify_resource_updated waits for it).
+        retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), 3)
+        self._client = redis.Redis.from_url(self.url, socket_connect_timeout=2, retry=retry)
         self._reader = asyncio.create_task(self._read(), name="mcpserve-redis-bus")
 
     async def publish(self, event: Event) -> None:

@@ -12,7 +12,8 @@ listener gets its final ``subscriptions/listen`` result (S08).
 
 ``resourceSubscriptions`` match a ``notifications/resources/updated`` URI exactly, or as
 a parent: subscribing to ``file:///project`` also reports ``file:///project/a.txt``.
-URIs no resource or template serves are left out of the acknowledgement (§19-Q8).
+URIs that no resource or template serves, and that are no parent of one, are left out of
+the acknowledgement (§19-Q8).
 """
 
 from __future__ import annotations
@@ -109,18 +110,27 @@ class Subscriptions:
         self.overflows = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = asyncio.Lock()
+        #: Set by end_all/shutdown: a listen that starts now ends at once, so shutdown
+        #: cannot miss a listener that registers a moment later.
+        self._closing = False
         self._publishing: set[asyncio.Future[None]] = set()
 
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
         async with self._start_lock:
-            if self._loop is None:
-                await self.bus.start(self.deliver)
-                self._loop = asyncio.get_running_loop()
+            if self._loop is loop:
+                return
+            if self._loop is not None:  # served before on a loop that is gone (no lifespan)
+                await self.bus.stop()
+            await self.bus.start(self.deliver)
+            self._loop = loop
+            self._closing = False
 
     async def shutdown(self) -> None:
         """End every listener gracefully (each gets its final result), then the bus."""
+        self._closing = True
         for listener in list(self.listeners):
             listener.end()
         if self._loop is not None:
@@ -129,6 +139,7 @@ class Subscriptions:
 
     def end_all(self) -> None:
         """End every listener gracefully, keeping the bus (e.g. one stdio client left)."""
+        self._closing = True
         for listener in list(self.listeners):
             listener.end()
 
@@ -137,7 +148,7 @@ class Subscriptions:
     def publish(self, event: Event) -> None:
         """Send ``event`` through the bus; callable from any thread, a no-op before start."""
         loop = self._loop
-        if loop is None:
+        if loop is None or loop.is_closed():
             return
         if _running_loop() is loop:
             task = loop.create_task(self.bus.publish(event))
@@ -200,6 +211,8 @@ class Subscriptions:
         honoured = self.honoured(requested)
         listener = Listener(ctx.request.id, honoured, self.queue_size)
         self.listeners.add(listener)
+        if self._closing:
+            listener.end()  # the server is stopping: acknowledge, then end at once
         subscription = {c.META_SUBSCRIPTION_ID: listener.id}
         try:
             await send(
@@ -217,9 +230,14 @@ class Subscriptions:
 
 
 def _served(registry: Any, uri: str) -> bool:
-    if uri in registry.resources:
+    """Whether a subscription to ``uri`` can ever fire: a resource serves it, or it is the
+    parent of a resource (an update of a sub-resource reaches parent subscriptions)."""
+    if registry.find_resource(uri) is not None:
         return True
-    return any(template.match(uri) is not None for template in registry.templates.values())
+    prefix = uri.rstrip("/") + "/"
+    off = registry.disabled["resources"]
+    return any(key.startswith(prefix) for key in (*registry.resources, *registry.templates)
+               if key not in off)  # fmt: skip
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -7,6 +7,7 @@ is imported only when HTTP is served.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -70,4 +71,5 @@ def run_http(
         stop(sig, frame)
 
     uvicorn_server.handle_exit = handle_exit  # type: ignore[method-assign]
-    asyncio.run(uvicorn_server.serve())
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+        asyncio.run(uvicorn_server.serve())
