@@ -277,14 +277,16 @@ async def test_request_without_meta_is_answered_with_minus_32602_naming_both_fie
     )
     assert response["id"] == 1
     assert response["error"]["code"] == -32602
-    assert response["error"]["data"] == {"missing": [VERSION, CAPS]}
+    assert response["error"]["data"]["missing"] == [VERSION, CAPS]
+    assert "2026-07-28" in response["error"]["data"]["supported"]
 
 
 async def test_request_without_params_is_answered_with_minus_32602():
     server = Server("m")
     response = await server.handle({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})
     assert response["error"]["code"] == -32602
-    assert response["error"]["data"] == {"missing": [VERSION, CAPS]}
+    assert response["error"]["data"]["missing"] == [VERSION, CAPS]
+    assert "2026-07-28" in response["error"]["data"]["supported"]
 
 
 async def test_missing_client_capabilities_is_answered_with_minus_32602_naming_it():
@@ -299,7 +301,8 @@ async def test_missing_client_capabilities_is_answered_with_minus_32602_naming_i
     )
     assert response["id"] == 5
     assert response["error"]["code"] == -32602
-    assert response["error"]["data"] == {"missing": [CAPS]}
+    assert response["error"]["data"]["missing"] == [CAPS]
+    assert "2026-07-28" in response["error"]["data"]["supported"]
 
 
 async def test_bad_log_level_is_answered_with_minus_32602():

@@ -33,7 +33,7 @@ from .jsonrpc import (
     readable_id,
     result_response,
 )
-from .meta import RequestMeta, read_meta
+from .meta import InvalidMeta, RequestMeta, read_meta
 
 Send = Callable[[JSONDict], Awaitable[None]]
 
@@ -84,6 +84,16 @@ class Dispatcher:
         self._server_info = dict(server_info) if server_info else None
 
     # -- the steps, in order -------------------------------------------------------------
+
+    def read_meta(self, params: JSONDict) -> RequestMeta:
+        """:func:`read_meta`, with the supported versions named in a missing-``_meta`` error
+        so a client without ``_meta`` learns what to send (§19-Q15)."""
+        try:
+            return read_meta(params)
+        except InvalidMeta as exc:
+            data = exc.data if isinstance(exc.data, dict) else {}
+            exc.data = {**data, "supported": self.supported_versions}
+            raise
 
     def check_version(self, meta: RequestMeta) -> None:
         version = meta.protocol_version
@@ -142,7 +152,7 @@ class Dispatcher:
             method = message["method"]
             if method == "initialize" and not has_modern_meta(params):
                 raise self.handshake_refusal(params)
-            meta = read_meta(params)
+            meta = self.read_meta(params)
             self.check_version(meta)
             handler = self.lookup(method)
         except MCPError as exc:

@@ -15,6 +15,7 @@ same in both eras.
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -124,7 +125,7 @@ class Legacy:
         """Methods that only read or change session state; None for everything else."""
         if method == "ping":
             return {}
-        if method == "initialize":
+        if method == "initialize":  # transports start sessions; inside one it is an error
             raise InvalidRequest("Invalid request: this session is already initialized")
         if method == "logging/setLevel":
             if not self.server.client_logging:
@@ -193,9 +194,7 @@ class Legacy:
         send = ctx.request.send
         if send is None:
             raise InvalidRequest("This request has no stream to ask the client on")
-        wire = request.to_wire()
-        if ctx.request.session.version != "2025-11-25" and wire["method"] == "elicitation/create":
-            wire = {**wire, "params": {k: v for k, v in wire["params"].items() if k != "mode"}}
+        wire = _for_version(request.to_wire(), ctx.request.session.version)
         for _ in range(_ASK_ATTEMPTS):
             try:
                 result = await ctx.request.session.call_client(
@@ -206,7 +205,26 @@ class Legacy:
                     f"The client did not answer {wire['method']} within "
                     f"{self.client_timeout_seconds:g} s"
                 ) from None
+            except MCPError as exc:  # the client's error is not this request's own error
+                raise ToolError(f"The client refused {wire['method']}: {exc.message}") from None
             parsed = request.parse(result)
             if parsed is not MISSING:
                 return parsed
         raise InvalidParams(f"The client's answers to {wire['method']} were not valid")
+
+
+def _for_version(wire: JSONDict, version: str) -> JSONDict:
+    """An input request in the shape a handshake-era version expects."""
+    if wire["method"] != "elicitation/create":
+        return wire
+    params = dict(wire["params"])
+    if params.get("mode") == "url":
+        if version != "2025-11-25":
+            raise MissingClientCapability(
+                {"elicitation": {"url": {}}},
+                f"URL elicitation needs protocol 2025-11-25, not {version}",
+            )
+        params["elicitationId"] = secrets.token_urlsafe(16)  # 2025-11-25 requires one
+    elif version != "2025-11-25":
+        params.pop("mode", None)  # older versions know only forms, without a mode field
+    return {**wire, "params": params}

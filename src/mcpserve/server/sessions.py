@@ -61,6 +61,12 @@ class LegacySession:
     def touch(self) -> None:
         self.last_used = time.monotonic()
 
+    def idle_for(self) -> float:
+        """Seconds since the session was last used; 0 while a request or stream is open."""
+        if self.tasks or (self.standalone is not None and not self.standalone.finished):
+            return 0.0
+        return time.monotonic() - self.last_used
+
     # -- the server's own requests to the client (Y18) ------------------------------------
 
     async def call_client(
@@ -159,7 +165,7 @@ class SessionStore:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        if time.monotonic() - session.last_used > self.idle_seconds:
+        if session.idle_for() > self.idle_seconds:
             self.remove(session_id)
             return None
         session.touch()
@@ -177,12 +183,9 @@ class SessionStore:
 
     def sweep(self) -> None:
         """Close sessions idle for too long (the least recently used come first)."""
-        deadline = time.monotonic() - self.idle_seconds
-        while self._sessions:
-            oldest = next(iter(self._sessions.values()))
-            if oldest.last_used > deadline:
-                return
-            self.remove(oldest.id)
+        expired = [s.id for s in self._sessions.values() if s.idle_for() > self.idle_seconds]
+        for session_id in expired:
+            self.remove(session_id)
 
     def close_all(self) -> None:
         for session_id in list(self._sessions):

@@ -52,7 +52,6 @@ from ..protocol import http_headers as hh
 from ..protocol.core import ANONYMOUS, Auth, Request, has_modern_meta
 from ..protocol.errors import InvalidRequest, MCPError, ParseError
 from ..protocol.jsonrpc import JSONDict, Kind, classify, dumps, error_response, loads, readable_id
-from ..protocol.meta import read_meta
 from .http_legacy import SESSION_HEADER, LegacyHTTP
 from .origin import OriginPolicy
 
@@ -276,6 +275,10 @@ class HTTPApp:
         send: ASGISend,
     ) -> None:
         assert self.legacy is not None
+        problem = self.legacy.version_problem(headers)
+        if problem is not None:
+            await _json(send, 400, error_response(None, InvalidRequest(problem)))
+            return
         session = self.legacy.sessions.get(session_id.strip())
         if session is None:
             error = InvalidRequest("Session not found: send initialize to start a new one")
@@ -301,7 +304,7 @@ class HTTPApp:
             if method == "initialize" and not has_modern_meta(params):
                 raise dispatcher.handshake_refusal(params)
             hh.check_required_headers(headers, message)
-            meta = read_meta(params)
+            meta = dispatcher.read_meta(params)
             hh.check_header_values(headers, message, include_name=False)
             dispatcher.check_version(meta)
             handler = dispatcher.lookup(method)

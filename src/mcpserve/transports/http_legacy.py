@@ -120,14 +120,20 @@ class LegacyHTTP:
         stream = self._new_stream(session)
         task = asyncio.create_task(self._run(message, session, stream, auth))
         session.tasks[request_id] = task
-        task.add_done_callback(lambda _: session.tasks.pop(request_id, None))
+
+        def done(_: asyncio.Task[None]) -> None:
+            session.tasks.pop(request_id, None)
+            session.touch()  # idle time counts from the end of the last request
+
+        task.add_done_callback(done)
         await stream.wait()
-        first = stream.first_message()
+        first = stream.first
         if stream.finished and first is not None and "id" in first and "method" not in first:
+            session.streams.pop(stream.id, None)  # never resumable: the client saw no event id
             await self._json(send, 200, first)  # a plain answer: no stream needed
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await _pump(stream, None, receive, send)
+        await _pump(session, stream, None, receive, send)
 
     async def _run(
         self, message: JSONDict, session: LegacySession, stream: EventStream, auth: Auth
@@ -169,7 +175,7 @@ class LegacyHTTP:
                 session.standalone.finish()  # one standalone stream per session
             stream = session.standalone = self._new_stream(session)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await _pump(stream, after, receive, send)
+        await _pump(session, stream, after, receive, send)
 
     async def delete(self, session: LegacySession, send: ASGISend) -> None:
         self.sessions.remove(session.id)
@@ -186,8 +192,17 @@ class LegacyHTTP:
         self.sessions.close_all()
 
 
-async def _pump(stream: EventStream, after: int | None, receive: Receive, send: ASGISend) -> None:
-    """Stream events until the stream ends, is detached, or the client goes away."""
+async def _pump(
+    session: LegacySession,
+    stream: EventStream,
+    after: int | None,
+    receive: Receive,
+    send: ASGISend,
+) -> None:
+    """Stream events until the stream ends, is detached, or the client goes away.
+
+    A stream delivered to its end is forgotten: nothing is left to resume.
+    """
     pump = asyncio.create_task(stream.pump(send, after))
 
     async def disconnected() -> None:
@@ -200,4 +215,7 @@ async def _pump(stream: EventStream, after: int | None, receive: Receive, send: 
     finally:
         for task in (pump, watch):
             task.cancel()
-        await asyncio.gather(pump, watch, return_exceptions=True)
+        outcome = await asyncio.gather(pump, watch, return_exceptions=True)
+        if outcome[0] is True:
+            session.streams.pop(stream.id, None)
+        session.touch()

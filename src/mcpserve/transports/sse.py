@@ -35,21 +35,24 @@ class EventStream:
 
     def __init__(self, *, buffer_size: int = 512) -> None:
         self.id = secrets.token_hex(6)
-        self.events: deque[tuple[int, bytes, JSONDict | None]] = deque(maxlen=buffer_size)
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=buffer_size)
         self.seq = 0
         self.finished = False
+        #: The first JSON-RPC message, to decide between a JSON and an SSE answer.
+        self.first: JSONDict | None = None
         self._detach_retry_ms: int | None = None
+        self._connection = 0  # which attached connection may write; a newer one wins
+        self._attached = False
         self._wake = asyncio.Event()
-        self.push_raw(f"id: {self.id}-0\ndata:\n\n".encode(), None)  # priming event
+        self.events.append((0, f"id: {self.id}-0\ndata:\n\n".encode()))  # priming event
 
     def push(self, message: JSONDict) -> None:
         """Append one JSON-RPC message; it goes out now if a client is attached."""
         self.seq += 1
+        if self.first is None:
+            self.first = message
         frame = b"id: %s-%d\ndata: %s\n\n" % (self.id.encode(), self.seq, dumps(message))
-        self.push_raw(frame, message)
-
-    def push_raw(self, frame: bytes, message: JSONDict | None) -> None:
-        self.events.append((self.seq, frame, message))
+        self.events.append((self.seq, frame))
         self._wake.set()
 
     def finish(self) -> None:
@@ -58,16 +61,14 @@ class EventStream:
         self._wake.set()
 
     def detach(self, retry_ms: int) -> None:
-        """Ask the attached connection to close now, telling the client when to come back."""
-        self._detach_retry_ms = retry_ms
-        self._wake.set()
+        """Close the current connection now, telling the client when to come back.
 
-    @property
-    def detach_requested(self) -> bool:
-        return self._detach_retry_ms is not None
-
-    def first_message(self) -> JSONDict | None:
-        return next((message for _, _, message in self.events if message is not None), None)
+        Affects the connection attached now, or the request's own first one; a stream
+        whose client is away already has nothing to close.
+        """
+        if self._attached or self._connection == 0:
+            self._detach_retry_ms = retry_ms
+            self._wake.set()
 
     async def wait(self) -> None:
         """Until something happens: a message, the end, or a detach request."""
@@ -76,22 +77,34 @@ class EventStream:
             return
         await self._wake.wait()
 
-    async def pump(self, send: ASGISend, after: int | None = None) -> None:
-        """Write events numbered above ``after`` (all, if None) until finished or detached."""
+    async def pump(self, send: ASGISend, after: int | None = None) -> bool:
+        """Write events numbered above ``after`` (all, if None) until the stream finishes,
+        is detached, or a newer connection takes over. True once everything was sent."""
+        self._connection += 1
+        mine = self._connection
+        self._attached = True
+        self._wake.set()  # an older connection still attached must notice and end
         sent = -1 if after is None else after
-        while True:
-            self._wake.clear()
-            frames = [frame for seq, frame, _ in self.events if seq > sent]
-            if frames:
-                sent = self.events[-1][0]
-                await send({"type": "http.response.body", "body": b"".join(frames),
-                            "more_body": True})  # fmt: skip
-            if self._detach_retry_ms is not None and not self.finished:
-                retry = b"retry: %d\n\n" % self._detach_retry_ms
-                self._detach_retry_ms = None
-                await send({"type": "http.response.body", "body": retry})
-                return
-            if self.finished and sent >= self.seq:
-                await send({"type": "http.response.body", "body": b""})
-                return
-            await self._wake.wait()
+        try:
+            while True:
+                self._wake.clear()
+                if mine != self._connection:  # resumed elsewhere: one stream, one connection
+                    await send({"type": "http.response.body", "body": b""})
+                    return False
+                frames = [frame for seq, frame in self.events if seq > sent]
+                if frames:
+                    sent = self.events[-1][0]
+                    await send({"type": "http.response.body", "body": b"".join(frames),
+                                "more_body": True})  # fmt: skip
+                if self._detach_retry_ms is not None and not self.finished:
+                    retry = b"retry: %d\n\n" % self._detach_retry_ms
+                    self._detach_retry_ms = None
+                    await send({"type": "http.response.body", "body": retry})
+                    return False
+                if self.finished and sent >= self.seq:
+                    await send({"type": "http.response.body", "body": b""})
+                    return True
+                await self._wake.wait()
+        finally:
+            if mine == self._connection:
+                self._attached = False
