@@ -346,11 +346,17 @@ class _ResponseStream:
         self.sse_allowed = sse_allowed
         self._keepalive_seconds = keepalive_seconds
         self._started = False
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None  # made when streaming starts: most answers are JSON
         self._keepalive: asyncio.Task[None] | None = None
 
+    @property
+    def lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
     async def notify(self, message: JSONDict) -> None:
-        async with self._lock:
+        async with self.lock:
             if not self._started:
                 self._started = True
                 await self._send(
@@ -364,7 +370,7 @@ class _ResponseStream:
     async def _keep_alive(self) -> None:
         while True:
             await asyncio.sleep(self._keepalive_seconds)
-            async with self._lock:
+            async with self.lock:
                 await self._send(
                     {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
                 )
@@ -380,17 +386,24 @@ class _ResponseStream:
             error = response.get("error")
             await _json(self._send, status_for(error["code"]) if error else 200, response)
             return
-        async with self._lock:
+        async with self.lock:
             await self._send({"type": "http.response.body", "body": _event(response)})
 
 
 async def _cancel_on_disconnect(
     work: Awaitable[JSONDict], receive: Receive, request_id: Any
 ) -> JSONDict | None:
-    """Await ``work``; if the client disconnects first, cancel it and return None."""
+    """Await ``work``; if the client disconnects first, cancel it and return None.
+
+    Most handlers finish without waiting on anything, so the task that watches for a
+    disconnect is started only if ``work`` is still running one loop iteration later:
+    a quick request costs a scheduled callback, not a task.
+    """
     task = asyncio.current_task()
     assert task is not None
+    loop = asyncio.get_running_loop()
     disconnected = False
+    watcher: asyncio.Task[None] | None = None
 
     async def watch() -> None:
         nonlocal disconnected
@@ -399,7 +412,11 @@ async def _cancel_on_disconnect(
         disconnected = True
         task.cancel()
 
-    watcher = asyncio.create_task(watch())
+    def start_watching() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(watch())
+
+    pending = loop.call_soon(start_watching)
     try:
         return await work
     except asyncio.CancelledError:
@@ -409,7 +426,9 @@ async def _cancel_on_disconnect(
         logger.info("Request %r cancelled: the client closed the connection", request_id)
         return None
     finally:
-        watcher.cancel()
+        pending.cancel()
+        if watcher is not None:
+            watcher.cancel()
 
 
 def _accepts_sse(accept: str | None) -> bool:
