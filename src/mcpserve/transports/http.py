@@ -107,6 +107,7 @@ class HTTPApp:
         self.origin_policy = origin_policy or OriginPolicy.build()
         self.keepalive_seconds = keepalive_seconds
         self._lifespan_context: Any = None
+        self._accepted_hosts: set[str | None] = set()
         self.legacy = LegacyHTTP(server, _json) if server.legacy is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
@@ -150,19 +151,23 @@ class HTTPApp:
         if path != self.path and path.rstrip("/") != self.path:
             await _plain(send, 404, b"Not Found")
             return
-        headers: dict[str, str] = {}
-        for raw_name, raw_value in scope["headers"]:
-            name = raw_name.decode("latin-1").lower()
-            value = raw_value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        problem = self.origin_policy.check_host(headers.get("host"))
-        if problem is not None:
-            await _json(send, 421, error_response(None, InvalidRequest(f"Misdirected: {problem}")))
-            return
-        problem = self.origin_policy.check_origin(headers.get("origin"))
-        if problem is not None:
-            await _json(send, 403, error_response(None, InvalidRequest(f"Forbidden: {problem}")))
-            return
+        headers = _decode_headers(scope["headers"])
+        host = headers.get("host")
+        if host not in self._accepted_hosts:
+            problem = self.origin_policy.check_host(host)
+            if problem is not None:
+                error = InvalidRequest(f"Misdirected: {problem}")
+                await _json(send, 421, error_response(None, error))
+                return
+            if host is not None and len(self._accepted_hosts) < 64:
+                self._accepted_hosts.add(host)  # the same few Host values arrive every time
+        origin = headers.get("origin")
+        if origin is not None:
+            problem = self.origin_policy.check_origin(origin)
+            if problem is not None:
+                error = InvalidRequest(f"Forbidden: {problem}")
+                await _json(send, 403, error_response(None, error))
+                return
         auth = ANONYMOUS
         if self.authenticate is not None:
             outcome = self.authenticate(headers)
@@ -182,8 +187,11 @@ class HTTPApp:
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if content_type != "application/json":
+        content_type = headers.get("content-type", "")
+        if (
+            content_type != "application/json"
+            and content_type.split(";", 1)[0].strip().lower() != "application/json"
+        ):
             error = InvalidRequest("Content-Type must be application/json")
             await _json(send, 415, error_response(None, error))
             return
@@ -303,12 +311,29 @@ class HTTPApp:
         try:
             if method == "initialize" and not has_modern_meta(params):
                 raise dispatcher.handshake_refusal(params)
-            hh.check_required_headers(headers, message)
+            version_header = headers.get(hh.PROTOCOL_VERSION_HEADER)
+            method_header = headers.get(hh.METHOD_HEADER)
+            if version_header is None or method_header is None:
+                hh.check_required_headers(headers, message)
             meta = dispatcher.read_meta(params)
-            hh.check_header_values(headers, message, include_name=False)
+            # Fast path: headers that equal the body exactly need no trimming or decoding.
+            if (
+                method_header != method
+                or version_header != meta.protocol_version
+                or version_header != version_header.strip()
+                or method_header != method_header.strip()
+            ):
+                hh.check_header_values(headers, message, include_name=False)
             dispatcher.check_version(meta)
             handler = dispatcher.lookup(method)
-            hh.check_name_header(headers, message)
+            name_header = headers.get(hh.NAME_HEADER)
+            if (
+                name_header is None
+                or name_header != hh.name_for(method, params)
+                or name_header.startswith("=?")
+                or not name_header.isascii()
+            ):
+                hh.check_name_header(headers, message)
             if method == "tools/call":
                 name = params.get("name")
                 tool = self.server.registry.tool(name) if isinstance(name, str) else None
@@ -429,6 +454,20 @@ async def _cancel_on_disconnect(
         pending.cancel()
         if watcher is not None:
             watcher.cancel()
+
+
+def _decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """ASGI headers as a dict of lower-case names; repeated headers are joined with ", "."""
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+    if len(headers) != len(raw) or not "".join(headers).islower():
+        # Rare: a repeated header (every value must be seen: two Mcp-Name headers mismatch),
+        # or a server that does not lower-case names as the ASGI spec asks.
+        headers = {}
+        for raw_name, raw_value in raw:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
 
 
 def _accepts_sse(accept: str | None) -> bool:
