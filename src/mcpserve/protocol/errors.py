@@ -10,7 +10,7 @@ a correlation id and hands the peer only that id.
 from __future__ import annotations
 
 import logging
-import secrets
+import os
 from typing import Any
 
 from . import constants as c
@@ -102,6 +102,11 @@ class ToolError(Exception):
     """
 
 
+def new_ref() -> str:
+    """A correlation id that ties a masked error to its log entry."""
+    return os.urandom(6).hex()
+
+
 def error_from_exception(exc: BaseException) -> MCPError:
     """Turn any exception into the error the peer may see.
 
@@ -110,6 +115,6 @@ def error_from_exception(exc: BaseException) -> MCPError:
     """
     if isinstance(exc, MCPError):
         return exc
-    ref = secrets.token_hex(6)
+    ref = new_ref()
     logger.error("Unhandled error (ref %s)", ref, exc_info=exc)
     return InternalError(f"Internal error (ref {ref})")

@@ -58,11 +58,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Mapping
 from decimal import Decimal, DecimalException
 from typing import Any, Final
+
+import orjson
 
 from .constants import META_PROTOCOL_VERSION
 from .errors import HeaderMismatch
@@ -179,7 +180,7 @@ def _render(value: Any) -> str | None:
     try:
         if isinstance(value, int | float):
             return str(value)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return orjson.dumps(value).decode()
     except (TypeError, ValueError):
         return None
 

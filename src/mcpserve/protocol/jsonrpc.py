@@ -7,15 +7,13 @@ never a float or a boolean), and ``params``, when present, is an object.
 
 from __future__ import annotations
 
-import json
 import logging
-import secrets
 from enum import Enum
 from typing import Any
 
 import orjson
 
-from .errors import InternalError, InvalidRequest, MCPError, ParseError
+from .errors import InternalError, InvalidRequest, MCPError, ParseError, new_ref
 
 logger = logging.getLogger("mcpserve")
 
@@ -48,6 +46,8 @@ def dumps(message: JSONDict) -> bytes:
         return orjson.dumps(message)
     except TypeError:
         pass
+    import json  # the rare fallback: keep it off the import path
+
     try:
         return json.dumps(
             message, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -55,7 +55,7 @@ def dumps(message: JSONDict) -> bytes:
     except (TypeError, ValueError):
         if "id" not in message or "method" in message:
             raise
-        ref = secrets.token_hex(6)
+        ref = new_ref()
         logger.error("Response to %r is not JSON-serializable (ref %s)", message["id"], ref)
         return orjson.dumps(
             error_response(message["id"], InternalError(f"Internal error (ref {ref})"))

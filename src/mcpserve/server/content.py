@@ -8,7 +8,6 @@ and anything else is rendered as JSON text.
 from __future__ import annotations
 
 import base64
-import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,8 @@ def _b64(data: bytes | str) -> str:
 
 
 def _guess_mime(path: Path, default: str) -> str:
+    import mimetypes  # only file helpers need it; keep it off the import path
+
     return mimetypes.guess_type(path.name)[0] or default
 
 

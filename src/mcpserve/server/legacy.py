@@ -15,7 +15,7 @@ same in both eras.
 from __future__ import annotations
 
 import asyncio
-import secrets
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -224,7 +224,7 @@ def _for_version(wire: JSONDict, version: str) -> JSONDict:
                 {"elicitation": {"url": {}}},
                 f"URL elicitation needs protocol 2025-11-25, not {version}",
             )
-        params["elicitationId"] = secrets.token_urlsafe(16)  # 2025-11-25 requires one
+        params["elicitationId"] = os.urandom(16).hex()  # 2025-11-25 requires one
     elif version != "2025-11-25":
         params.pop("mode", None)  # older versions know only forms, without a mode field
     return {**wire, "params": params}

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InvalidParams, MissingClientCapability
-from ..protocol.request_state import Binding, StateRejected
 from .input_requests import MISSING, InputRequest
 
 if TYPE_CHECKING:
@@ -105,6 +104,8 @@ class Rounds:
     __slots__ = ("answers", "binding", "ctx", "pending", "responses", "round", "state")
 
     def __init__(self, ctx: Context, target: str, arguments: Any) -> None:
+        from ..protocol.request_state import Binding, StateRejected  # crypto loads on first use
+
         method = ctx.request.method
         if method not in c.INPUT_REQUIRED_METHODS:
             raise RuntimeError(f"{method} cannot ask the client for input (only tools/call, "

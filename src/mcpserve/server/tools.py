@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,7 +26,13 @@ from typing import Any
 import pydantic
 
 from ..protocol.capabilities import missing_capabilities
-from ..protocol.errors import InternalError, MCPError, MissingClientCapability, ToolError
+from ..protocol.errors import (
+    InternalError,
+    MCPError,
+    MissingClientCapability,
+    ToolError,
+    new_ref,
+)
 from ..protocol.http_headers import header_params_from_schema, property_types_from_schema
 from .content import HELPER_TYPES, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
@@ -179,7 +184,7 @@ class Tool:
         except MCPError:
             raise
         except Exception as exc:
-            ref = secrets.token_hex(6)
+            ref = new_ref()
             logger.error("Tool %r failed (ref %s)", self.name, ref, exc_info=exc)
             return error_result(f"Tool {self.name} failed unexpectedly (ref {ref})")
         if input_required is not None:
@@ -222,7 +227,7 @@ class Tool:
             raise self._invalid_result(str(exc)) from None
 
     def _invalid_result(self, why: str) -> InternalError:
-        ref = secrets.token_hex(6)
+        ref = new_ref()
         logger.error("Tool %r returned a result that does not fit its output schema (ref %s): "
                      "%s", self.name, ref, why)  # fmt: skip
         return InternalError(f"Tool {self.name} returned an invalid result (ref {ref})")

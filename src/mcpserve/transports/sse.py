@@ -14,7 +14,7 @@ the connection early: it sends a ``retry`` field and closes, and the client reco
 from __future__ import annotations
 
 import asyncio
-import secrets
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -34,7 +34,7 @@ class EventStream:
     """One legacy SSE stream: numbered events, a replay buffer, one connection at a time."""
 
     def __init__(self, *, buffer_size: int = 512) -> None:
-        self.id = secrets.token_hex(6)
+        self.id = os.urandom(6).hex()
         self.events: deque[tuple[int, bytes]] = deque(maxlen=buffer_size)
         self.seq = 0
         self.finished = False
