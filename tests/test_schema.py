@@ -836,3 +836,45 @@ def test_type_schema_gives_a_title_free_inlined_schema() -> None:
     assert keys_anywhere(schema, "title") == []
     assert keys_anywhere(schema, "$ref") == []
     Draft202012Validator.check_schema(schema)
+
+
+def test_tools_with_the_same_parameters_share_a_validator_but_not_a_schema_dict() -> None:
+    def first(a: int, b: str = "x") -> str:
+        return b
+
+    def second(a: int, b: str = "x") -> str:
+        return b
+
+    one = inspect_arguments(first)
+    two = inspect_arguments(second)
+    assert one.input_schema == two.input_schema
+    assert one.input_schema is not two.input_schema  # editing one cannot change the other
+    assert two.validate({"a": "3"}) == {"a": 3, "b": "x"}
+
+
+def test_a_different_default_of_an_equal_value_is_not_confused() -> None:
+    def flag(a: int = 1) -> None: ...
+
+    def boolean(a: int = True) -> None: ...  # 1 == True, yet not the same default
+
+    assert inspect_arguments(flag).input_schema["properties"]["a"]["default"] == 1
+    assert inspect_arguments(boolean).input_schema["properties"]["a"]["default"] is True
+
+
+def test_different_descriptions_give_different_schemas() -> None:
+    def one(a: int) -> None:
+        """Do it.
+
+        Args:
+            a: The first.
+        """
+
+    def two(a: int) -> None:
+        """Do it.
+
+        Args:
+            a: The second.
+        """
+
+    assert inspect_arguments(one).input_schema["properties"]["a"]["description"] == "The first."
+    assert inspect_arguments(two).input_schema["properties"]["a"]["description"] == "The second."

@@ -386,6 +386,7 @@ def inspect_arguments(
     fields: dict[str, Any] = {}
     context_param: str | None = None
     headers: dict[str, str] = {}
+    shape: list[Any] = []
     for name, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(
@@ -408,10 +409,35 @@ def inspect_arguments(
             isinstance(meta, FieldInfo) and meta.description is not None for meta in metadata
         ):
             extra["description"] = param_docs[name]
+        shape.append(
+            (name, annotation, type(param.default), param.default, extra.get("description"))
+        )
         if extra:
             annotation = Annotated[annotation, Field(**extra)]
         fields[name] = NotRequired[annotation] if "default" in extra else Required[annotation]
 
+    key: Any = (tuple(shape), context_param, strict)
+    try:
+        cached = _SPEC_CACHE.get(key)
+    except TypeError:  # an unhashable default or annotation: build this one afresh
+        key, cached = None, None
+    if cached is not None:
+        # Same parameters, types, defaults and descriptions: the same schema and validator.
+        return dataclasses.replace(cached, input_schema=copy.deepcopy(cached.input_schema))
+    spec = _build_arguments(fields, headers, context_param, strict)
+    if key is not None and len(_SPEC_CACHE) < _SPEC_CACHE_SIZE:
+        _SPEC_CACHE[key] = spec
+    return spec
+
+
+#: Argument specs by parameter shape: servers often register many tools alike.
+_SPEC_CACHE: dict[Any, ArgumentSpec] = {}
+_SPEC_CACHE_SIZE = 1024
+
+
+def _build_arguments(
+    fields: dict[str, Any], headers: dict[str, str], context_param: str | None, strict: bool
+) -> ArgumentSpec:
     arguments_type: Any = cast(Any, TypedDict)("Arguments", fields)
     # In strict mode this config only governs the Python-object fallback in validate().
     arguments_type.__pydantic_config__ = ConfigDict(strict=strict, extra="ignore")
