@@ -464,7 +464,14 @@ def _build_arguments(
 
 # --------------------------------------------------------------------------- output
 
-_ANY_ADAPTER: TypeAdapter[Any] = TypeAdapter(Any)
+
+@functools.cache
+def _any_adapter() -> TypeAdapter[Any]:
+    # Built on first use, not at import: pydantic's first validator scans installed
+    # packages for plugins, which `import mcpserve` should not pay for.
+    return TypeAdapter(Any)
+
+
 _SEQUENCE_ORIGINS = (list, tuple, set, frozenset, abc.Sequence, abc.Iterable, abc.Collection)
 _MAPPING_ORIGINS = (dict, abc.Mapping, abc.MutableMapping)
 
@@ -508,9 +515,9 @@ def inspect_output(fn: Callable[..., Any], *, content_types: tuple[type, ...] = 
     annotation = _hints(fn).get("return", types.NoneType)
     bare, _ = _strip_annotated(annotation)
     if bare in (types.NoneType, str) or (content_types and _is_content(bare, content_types)):
-        return OutputSpec(schema=None, structured=False, _adapter=_ANY_ADAPTER)
+        return OutputSpec(schema=None, structured=False, _adapter=_any_adapter())
     if _is_loose(bare):
-        return OutputSpec(schema=None, structured=True, _adapter=_ANY_ADAPTER)
+        return OutputSpec(schema=None, structured=True, _adapter=_any_adapter())
     adapter: TypeAdapter[Any] = TypeAdapter(annotation)
     generated = adapter.json_schema(mode="serialization", schema_generator=CleanJsonSchemaGenerator)
     return OutputSpec(
