@@ -63,13 +63,18 @@ def read_meta(params: dict[str, Any] | None) -> RequestMeta:
     token = meta.get("progressToken")
     if token is not None and type(token) not in (str, int):
         raise InvalidParams("Invalid params: progressToken must be a string or an integer")
-    trace = {key: meta[key] for key in c.TRACE_KEYS if type(meta.get(key)) is str}
+    trace = _NO_TRACE
+    if "traceparent" in meta or "tracestate" in meta or "baggage" in meta:
+        trace = {key: meta[key] for key in c.TRACE_KEYS if type(meta.get(key)) is str}
     return RequestMeta(
-        protocol_version=version,
-        client_capabilities=capabilities,
-        client_info=client_info if isinstance(client_info, dict) else None,
-        log_level=log_level,
-        progress_token=token,
-        trace=trace,
-        raw=meta,
+        version,
+        capabilities,
+        client_info if isinstance(client_info, dict) else None,
+        log_level,
+        token,
+        trace,
+        meta,
     )
+
+
+_NO_TRACE: dict[str, str] = {}

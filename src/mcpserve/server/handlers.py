@@ -73,7 +73,8 @@ def make_invoker(
     async def call_inline(kwargs: dict[str, Any]) -> Any:
         value = fn(**kwargs)
         # A plain function may still hand back an awaitable (a partial of a coroutine).
-        if inspect.isawaitable(value):
+        # Checking the type's __await__ is the cheap test; inspect.isawaitable is not.
+        if hasattr(type(value), "__await__"):
             return await value
         return value
 

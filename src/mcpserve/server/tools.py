@@ -37,7 +37,7 @@ from ..protocol.http_headers import header_params_from_schema, property_types_fr
 from .content import HELPER_TYPES, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .handlers import Invoker, make_invoker
-from .rounds import run_asking
+from .rounds import InputRequired, NeedInput
 from .schema import ArgumentSpec, OutputSpec, inspect_arguments, inspect_output, parse_docstring
 
 logger = logging.getLogger("mcpserve")
@@ -178,7 +178,9 @@ class Tool:
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
         try:
-            value, input_required = await run_asking(ctx, lambda: self.invoke(kwargs))
+            value = await self.invoke(kwargs)
+        except NeedInput as need:  # the attempt ends here: ask, and run again on the retry
+            return ctx.rounds.input_required(need.requests)
         except ToolError as exc:
             return error_result(str(exc))
         except MCPError:
@@ -187,8 +189,8 @@ class Tool:
             ref = new_ref()
             logger.error("Tool %r failed (ref %s)", self.name, ref, exc_info=exc)
             return error_result(f"Tool {self.name} failed unexpectedly (ref {ref})")
-        if input_required is not None:
-            return input_required
+        if isinstance(value, InputRequired):
+            return ctx.rounds.input_required(value.input_requests, value.state)
         return self.shape(value)
 
     def shape(self, value: Any) -> dict[str, Any]:

@@ -42,6 +42,7 @@ request runs, the handler's task is cancelled and nothing more is sent for it (X
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -68,7 +69,7 @@ ASGISend = Callable[[Message], Awaitable[None]]
 Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | None"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-_JSON_HEADERS = [(b"content-type", b"application/json")]
+_JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -211,8 +212,10 @@ class HTTPApp:
         except InvalidRequest as exc:
             await _json(send, 400, error_response(readable_id(message), exc))
             return
-        if self.legacy is not None and await self._legacy_post(
-            message, kind, headers, auth, receive, send
+        if (
+            self.legacy is not None
+            and not _modern(message)
+            and await self._legacy_post(message, kind, headers, auth, receive, send)
         ):
             return
         if kind is Kind.NOTIFICATION:
@@ -470,6 +473,12 @@ def _decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return headers
 
 
+def _modern(message: JSONDict) -> bool:
+    params = message.get("params")
+    return isinstance(params, dict) and has_modern_meta(params)
+
+
+@functools.lru_cache(maxsize=64)
 def _accepts_sse(accept: str | None) -> bool:
     # Lenient (§19-Q16): no Accept header, or one naming SSE or a wildcard, allows SSE.
     if accept is None:
@@ -505,7 +514,9 @@ async def _json(
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     body = dumps(payload)
-    headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode()), *(extra or [])]
+    headers = [_JSON_CONTENT_TYPE, (b"content-length", b"%d" % len(body))]
+    if extra:
+        headers.extend(extra)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
