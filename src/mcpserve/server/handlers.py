@@ -38,6 +38,11 @@ def blocking(fn: F) -> F:
     return fn
 
 
+def is_synchronous(invoke: Invoker) -> bool:
+    """True for an invoker of a plain function run inline: it never waits on anything."""
+    return getattr(invoke, "synchronous", False)
+
+
 def is_async(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
@@ -78,6 +83,7 @@ def make_invoker(
             return await value
         return value
 
+    call_inline.synchronous = True  # type: ignore[attr-defined]
     return call_inline
 
 

@@ -301,6 +301,10 @@ class Server:
 
     # -- answering ---------------------------------------------------------------------------
 
+    @property
+    def has_middleware(self) -> bool:
+        return bool(self._middleware)
+
     def capabilities(self) -> JSONDict:
         """Server capabilities, derived from what is registered (CHECKLIST V04)."""
         registry = self.registry

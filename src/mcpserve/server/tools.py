@@ -36,7 +36,7 @@ from ..protocol.errors import (
 from ..protocol.http_headers import header_params_from_schema, property_types_from_schema
 from .content import HELPER_TYPES, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
-from .handlers import Invoker, make_invoker
+from .handlers import Invoker, is_synchronous, make_invoker
 from .rounds import InputRequired, NeedInput
 from .schema import ArgumentSpec, OutputSpec, inspect_arguments, inspect_output, parse_docstring
 
@@ -87,6 +87,8 @@ class Tool:
     header_types: dict[str, str] = field(default_factory=dict)
     raw_schema: RawSchema | None = None
     output_check: RawSchema | None = None
+    #: A plain function run inline: a call can never wait, so it can never be cancelled.
+    synchronous: bool = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not registered."""
@@ -116,6 +118,7 @@ class Tool:
             )
         arguments = inspect_arguments(fn, context_type=Context, strict=False)
         output = inspect_output(fn, content_types=(*HELPER_TYPES, ToolResult))
+        invoke = make_invoker(fn, blocking=blocking, pool=pool)
         schema = input_schema if input_schema is not None else arguments.input_schema
         if schema.get("type") != "object":
             raise ValueError(f"Tool {name!r}: inputSchema must have type 'object' at its root")
@@ -147,13 +150,14 @@ class Tool:
             fn=fn,
             arguments=arguments,
             output=output,
-            invoke=make_invoker(fn, blocking=blocking, pool=pool),
+            invoke=invoke,
             wire=wire,
             requires=requires,
             header_params=header_params,
             header_types=property_types_from_schema(schema),
             raw_schema=raw_schema,
             output_check=output_check,
+            synchronous=is_synchronous(invoke),
         )
 
     async def call(self, arguments: Any, ctx: Context) -> dict[str, Any]:

@@ -76,6 +76,11 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _CHALLENGE = [(b"www-authenticate", b"Bearer")]
+#: Built-in methods whose handlers never wait on anything.
+_SYNCHRONOUS_METHODS = frozenset(
+    {"server/discover", "tools/list", "resources/list", "resources/templates/list",
+     "prompts/list"}
+)  # fmt: skip
 _BAD_REQUEST_CODES = frozenset(
     {c.HEADER_MISMATCH, c.MISSING_CLIENT_CAPABILITY, c.UNSUPPORTED_PROTOCOL_VERSION}
 )
@@ -337,9 +342,13 @@ class HTTPApp:
                 or not name_header.isascii()
             ):
                 hh.check_name_header(headers, message)
+            synchronous = method in _SYNCHRONOUS_METHODS and not self.server.has_middleware
             if method == "tools/call":
                 name = params.get("name")
                 tool = self.server.registry.tool(name) if isinstance(name, str) else None
+                synchronous = (
+                    tool is not None and tool.synchronous and not self.server.has_middleware
+                )
                 if tool is not None and tool.header_params:
                     arguments = params.get("arguments")
                     hh.check_param_headers(
@@ -357,9 +366,13 @@ class HTTPApp:
         if not stream.sse_allowed:
             request.send = None
         try:
-            response = await _cancel_on_disconnect(
-                dispatcher.execute(handler, request), receive, request_id
-            )
+            if synchronous:
+                # Nothing in it can wait, so nothing could be cancelled: skip the watching.
+                response: JSONDict | None = await dispatcher.execute(handler, request)
+            else:
+                response = await _cancel_on_disconnect(
+                    dispatcher.execute(handler, request), receive, request_id
+                )
             if response is not None:
                 await stream.finish(response)
         finally:
@@ -492,10 +505,13 @@ def _event(message: JSONDict) -> bytes:
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        body: bytes = message.get("body", b"")  # the usual case: the whole body at once
+        return body if len(body) <= limit else None
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
         if message["type"] == "http.disconnect":
             return b""
         chunk = message.get("body", b"")
@@ -505,6 +521,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+        message = await receive()
 
 
 async def _json(
