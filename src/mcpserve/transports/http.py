@@ -342,13 +342,11 @@ class HTTPApp:
                 or not name_header.isascii()
             ):
                 hh.check_name_header(headers, message)
-            synchronous = method in _SYNCHRONOUS_METHODS and not self.server.has_middleware
+            synchronous = method in _SYNCHRONOUS_METHODS
             if method == "tools/call":
                 name = params.get("name")
                 tool = self.server.registry.tool(name) if isinstance(name, str) else None
-                synchronous = (
-                    tool is not None and tool.synchronous and not self.server.has_middleware
-                )
+                synchronous = tool is not None and tool.synchronous
                 if tool is not None and tool.header_params:
                     arguments = params.get("arguments")
                     hh.check_param_headers(
@@ -361,20 +359,24 @@ class HTTPApp:
             status = 404 if exc.code == c.METHOD_NOT_FOUND else 400
             await _json(send, status, error_response(request_id, exc))
             return
+        if synchronous and not self.server.has_middleware:
+            # Nothing in it can wait, so it sends no notifications and nothing could cancel
+            # it: answer with JSON directly, without a stream or a disconnect watcher.
+            request = Request(request_id, method, params, meta, None, auth)
+            response = await dispatcher.execute(handler, request)
+            error = response.get("error")
+            await _json(send, status_for(error["code"]) if error else 200, response)
+            return
         stream = _ResponseStream(send, _accepts_sse(headers.get("accept")), self.keepalive_seconds)
         request = Request(request_id, method, params, meta, stream.notify, auth)
         if not stream.sse_allowed:
             request.send = None
         try:
-            if synchronous:
-                # Nothing in it can wait, so nothing could be cancelled: skip the watching.
-                response: JSONDict | None = await dispatcher.execute(handler, request)
-            else:
-                response = await _cancel_on_disconnect(
-                    dispatcher.execute(handler, request), receive, request_id
-                )
-            if response is not None:
-                await stream.finish(response)
+            outcome = await _cancel_on_disconnect(
+                dispatcher.execute(handler, request), receive, request_id
+            )
+            if outcome is not None:
+                await stream.finish(outcome)
         finally:
             stream.close()
 
