@@ -36,7 +36,8 @@ DELETE with a session id (CHECKLIST Y01-Y02). Everything with ``_meta`` is moder
 Errors from the handler itself (an unknown tool, a resource that does not exist, -32603)
 are ordinary JSON-RPC answers with status 200 (§19-Q4). A notification is answered 202
 with no body and not acted upon (§19-Q6). When the client closes the connection while a
-request runs, the handler's task is cancelled and nothing more is sent for it (X01).
+request runs, the handler's task is cancelled and nothing more is sent for it (X01); a
+handler that cannot wait (a plain function run inline, a built-in list) simply finishes.
 """
 
 from __future__ import annotations
