@@ -22,7 +22,7 @@ class InvalidMeta(InvalidParams):
     """
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass pays setattr per field, per request
 class RequestMeta:
     protocol_version: str
     client_capabilities: dict[str, Any]
