@@ -31,11 +31,11 @@ from .jsonrpc import (
     classify,
     error_response,
     readable_id,
-    result_response,
 )
 from .meta import InvalidMeta, RequestMeta, read_meta
 
 Send = Callable[[JSONDict], Awaitable[None]]
+_SERVER_INFO = c.META_SERVER_INFO
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ class Dispatcher:
             result["resultType"] = "complete"
         if self._server_info is not None:
             # Fresh dicts each time: a caller may edit a response without touching the next.
-            meta = {c.META_SERVER_INFO: self._server_info.copy()}
+            meta = {_SERVER_INFO: self._server_info.copy()}
             own = result.get("_meta")
             result["_meta"] = meta if own is None else {**meta, **own}
         return result
@@ -132,7 +132,7 @@ class Dispatcher:
             result = await handler(request)
         except Exception as exc:  # CancelledError is not an Exception: it propagates.
             return error_response(request.id, error_from_exception(exc))
-        return result_response(request.id, self.finish(result))
+        return {"jsonrpc": "2.0", "id": request.id, "result": self.finish(result)}
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS

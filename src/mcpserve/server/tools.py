@@ -199,6 +199,8 @@ class Tool:
 
     def shape(self, value: Any) -> dict[str, Any]:
         """Turn a return value into a ``CallToolResult`` body."""
+        if type(value) is str and self.output_check is None and not self.output.structured:
+            return {"content": [{"type": "text", "text": value}]}  # the commonest answer
         if isinstance(value, ToolResult):
             result = value.to_wire()
         elif _is_call_tool_result(value):
