@@ -42,8 +42,6 @@ handler that cannot wait (a plain function run inline, a built-in list) simply f
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -53,9 +51,20 @@ from ..protocol import constants as c
 from ..protocol import http_headers as hh
 from ..protocol.core import ANONYMOUS, Auth, Request, has_modern_meta
 from ..protocol.errors import InvalidRequest, MCPError, ParseError
-from ..protocol.jsonrpc import JSONDict, Kind, classify, dumps, error_response, loads, readable_id
+from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
 from .http_legacy import SESSION_HEADER, LegacyHTTP
 from .origin import OriginPolicy
+from .responses import (
+    ResponseStream,
+    accepts_sse,
+    cancel_on_disconnect,
+    decode_headers,
+    is_modern,
+    read_body,
+    send_json,
+    send_plain,
+    status_for,
+)
 
 if TYPE_CHECKING:
     from ..server.server import Server
@@ -70,28 +79,12 @@ ASGISend = Callable[[Message], Awaitable[None]]
 Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | None"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-_JSON_CONTENT_TYPE = (b"content-type", b"application/json")
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 _CHALLENGE = [(b"www-authenticate", b"Bearer")]
 #: Built-in methods whose handlers never wait on anything.
 _SYNCHRONOUS_METHODS = frozenset(
     {"server/discover", "tools/list", "resources/list", "resources/templates/list",
      "prompts/list"}
 )  # fmt: skip
-_BAD_REQUEST_CODES = frozenset(
-    {c.HEADER_MISMATCH, c.MISSING_CLIENT_CAPABILITY, c.UNSUPPORTED_PROTOCOL_VERSION}
-)
-
-
-def status_for(code: int) -> int:
-    """HTTP status of a JSON-RPC error raised by a handler (§19-Q4)."""
-    if code == c.METHOD_NOT_FOUND:
-        return 404
-    return 400 if code in _BAD_REQUEST_CODES else 200
 
 
 class HTTPApp:
@@ -115,7 +108,7 @@ class HTTPApp:
         self.keepalive_seconds = keepalive_seconds
         self._lifespan_context: Any = None
         self._accepted_hosts: set[str | None] = set()
-        self.legacy = LegacyHTTP(server, _json) if server.legacy is not None else None
+        self.legacy = LegacyHTTP(server, send_json) if server.legacy is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         kind = scope["type"]
@@ -156,15 +149,15 @@ class HTTPApp:
         if root and path.startswith(root):
             path = path[len(root) :]  # mounted under a prefix (Starlette's Mount, FastAPI)
         if path != self.path and path.rstrip("/") != self.path:
-            await _plain(send, 404, b"Not Found")
+            await send_plain(send, 404, b"Not Found")
             return
-        headers = _decode_headers(scope["headers"])
+        headers = decode_headers(scope["headers"])
         host = headers.get("host")
         if host not in self._accepted_hosts:
             problem = self.origin_policy.check_host(host)
             if problem is not None:
                 error = InvalidRequest(f"Misdirected: {problem}")
-                await _json(send, 421, error_response(None, error))
+                await send_json(send, 421, error_response(None, error))
                 return
             if host is not None and len(self._accepted_hosts) < 64:
                 self._accepted_hosts.add(host)  # the same few Host values arrive every time
@@ -173,7 +166,7 @@ class HTTPApp:
             problem = self.origin_policy.check_origin(origin)
             if problem is not None:
                 error = InvalidRequest(f"Forbidden: {problem}")
-                await _json(send, 403, error_response(None, error))
+                await send_json(send, 403, error_response(None, error))
                 return
         auth = ANONYMOUS
         if self.authenticate is not None:
@@ -182,7 +175,7 @@ class HTTPApp:
                 outcome = await outcome
             if outcome is None:
                 error = InvalidRequest("Unauthorized: missing or invalid credentials")
-                await _json(send, 401, error_response(None, error), _CHALLENGE)
+                await send_json(send, 401, error_response(None, error), _CHALLENGE)
                 return
             auth = outcome
         if scope["method"] in ("GET", "DELETE") and self.legacy is not None:
@@ -192,7 +185,7 @@ class HTTPApp:
                                                  send)  # fmt: skip
                 return
         if scope["method"] != "POST":
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
         content_type = headers.get("content-type", "")
         if (
@@ -200,27 +193,27 @@ class HTTPApp:
             and content_type.split(";", 1)[0].strip().lower() != "application/json"
         ):
             error = InvalidRequest("Content-Type must be application/json")
-            await _json(send, 415, error_response(None, error))
+            await send_json(send, 415, error_response(None, error))
             return
         declared = headers.get("content-length", "")
         too_big = declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes
-        body = None if too_big else await _read_body(receive, self.max_body_bytes)
+        body = None if too_big else await read_body(receive, self.max_body_bytes)
         if body is None:
             error = InvalidRequest(f"Request body exceeds {self.max_body_bytes} bytes")
-            await _json(send, 413, error_response(None, error))
+            await send_json(send, 413, error_response(None, error))
             return
         try:
             message = loads(body)
             kind = classify(message)
         except ParseError as exc:
-            await _json(send, 400, error_response(None, exc))
+            await send_json(send, 400, error_response(None, exc))
             return
         except InvalidRequest as exc:
-            await _json(send, 400, error_response(readable_id(message), exc))
+            await send_json(send, 400, error_response(readable_id(message), exc))
             return
         if (
             self.legacy is not None
-            and not _modern(message)
+            and not is_modern(message)
             and await self._legacy_post(message, kind, headers, auth, receive, send)
         ):
             return
@@ -228,13 +221,13 @@ class HTTPApp:
             try:
                 hh.check_notification_headers(headers, message)
             except MCPError as exc:
-                await _json(send, 400, error_response(None, exc))
+                await send_json(send, 400, error_response(None, exc))
                 return
-            await _plain(send, 202, b"")
+            await send_plain(send, 202, b"")
             return
         if kind is Kind.RESPONSE:
             error = InvalidRequest("Invalid request: this endpoint accepts no JSON-RPC responses")
-            await _json(send, 400, error_response(readable_id(message), error))
+            await send_json(send, 400, error_response(readable_id(message), error))
             return
         await self._request(message, headers, auth, receive, send)
 
@@ -266,19 +259,21 @@ class HTTPApp:
             return False
         problem = self.legacy.version_problem(headers)
         if problem is not None:
-            await _json(send, 400, error_response(readable_id(message), InvalidRequest(problem)))
+            await send_json(
+                send, 400, error_response(readable_id(message), InvalidRequest(problem))
+            )
             return True
         if is_initialize:
             await self.legacy.initialize(message, send)
             return True
         if session_id is None:
             error = InvalidRequest("Bad request: Mcp-Session-Id is required (send initialize)")
-            await _json(send, 400, error_response(readable_id(message), error))
+            await send_json(send, 400, error_response(readable_id(message), error))
             return True
         session = self.legacy.sessions.get(session_id.strip())
         if session is None:
             error = InvalidRequest("Session not found: send initialize to start a new one")
-            await _json(send, 404, error_response(readable_id(message), error))
+            await send_json(send, 404, error_response(readable_id(message), error))
             return True
         await self.legacy.post(message, kind, session, auth, receive, send)
         return True
@@ -294,12 +289,12 @@ class HTTPApp:
         assert self.legacy is not None
         problem = self.legacy.version_problem(headers)
         if problem is not None:
-            await _json(send, 400, error_response(None, InvalidRequest(problem)))
+            await send_json(send, 400, error_response(None, InvalidRequest(problem)))
             return
         session = self.legacy.sessions.get(session_id.strip())
         if session is None:
             error = InvalidRequest("Session not found: send initialize to start a new one")
-            await _json(send, 404, error_response(None, error))
+            await send_json(send, 404, error_response(None, error))
         elif method == "GET":
             await self.legacy.get(session, headers, receive, send)
         else:
@@ -358,7 +353,7 @@ class HTTPApp:
                     )
         except MCPError as exc:
             status = 404 if exc.code == c.METHOD_NOT_FOUND else 400
-            await _json(send, status, error_response(request_id, exc))
+            await send_json(send, status, error_response(request_id, exc))
             return
         if synchronous and not self.server.has_middleware:
             # Nothing in it can wait, so it sends no notifications and nothing could cancel
@@ -366,186 +361,17 @@ class HTTPApp:
             request = Request(request_id, method, params, meta, None, auth)
             response = await dispatcher.execute(handler, request)
             error = response.get("error")
-            await _json(send, status_for(error["code"]) if error else 200, response)
+            await send_json(send, status_for(error["code"]) if error else 200, response)
             return
-        stream = _ResponseStream(send, _accepts_sse(headers.get("accept")), self.keepalive_seconds)
+        stream = ResponseStream(send, accepts_sse(headers.get("accept")), self.keepalive_seconds)
         request = Request(request_id, method, params, meta, stream.notify, auth)
         if not stream.sse_allowed:
             request.send = None
         try:
-            outcome = await _cancel_on_disconnect(
+            outcome = await cancel_on_disconnect(
                 dispatcher.execute(handler, request), receive, request_id
             )
             if outcome is not None:
                 await stream.finish(outcome)
         finally:
             stream.close()
-
-
-class _ResponseStream:
-    """JSON for a plain answer; SSE from the first notification on."""
-
-    def __init__(self, send: ASGISend, sse_allowed: bool, keepalive_seconds: float) -> None:
-        self._send = send
-        self.sse_allowed = sse_allowed
-        self._keepalive_seconds = keepalive_seconds
-        self._started = False
-        self._lock: asyncio.Lock | None = None  # made when streaming starts: most answers are JSON
-        self._keepalive: asyncio.Task[None] | None = None
-
-    @property
-    def lock(self) -> asyncio.Lock:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
-
-    async def notify(self, message: JSONDict) -> None:
-        async with self.lock:
-            if not self._started:
-                self._started = True
-                await self._send(
-                    {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS}
-                )
-                self._keepalive = asyncio.create_task(self._keep_alive())
-            await self._send(
-                {"type": "http.response.body", "body": _event(message), "more_body": True}
-            )
-
-    async def _keep_alive(self) -> None:
-        while True:
-            await asyncio.sleep(self._keepalive_seconds)
-            async with self.lock:
-                await self._send(
-                    {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
-                )
-
-    def close(self) -> None:
-        if self._keepalive is not None:
-            self._keepalive.cancel()
-            self._keepalive = None
-
-    async def finish(self, response: JSONDict) -> None:
-        self.close()
-        if not self._started:
-            error = response.get("error")
-            await _json(self._send, status_for(error["code"]) if error else 200, response)
-            return
-        async with self.lock:
-            await self._send({"type": "http.response.body", "body": _event(response)})
-
-
-async def _cancel_on_disconnect(
-    work: Awaitable[JSONDict], receive: Receive, request_id: Any
-) -> JSONDict | None:
-    """Await ``work``; if the client disconnects first, cancel it and return None.
-
-    Most handlers finish without waiting on anything, so the task that watches for a
-    disconnect is started only if ``work`` is still running one loop iteration later:
-    a quick request costs a scheduled callback, not a task.
-    """
-    task = asyncio.current_task()
-    assert task is not None
-    loop = asyncio.get_running_loop()
-    disconnected = False
-    watcher: asyncio.Task[None] | None = None
-
-    async def watch() -> None:
-        nonlocal disconnected
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        disconnected = True
-        task.cancel()
-
-    def start_watching() -> None:
-        nonlocal watcher
-        watcher = loop.create_task(watch())
-
-    pending = loop.call_soon(start_watching)
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if not disconnected:
-            raise
-        task.uncancel()
-        logger.info("Request %r cancelled: the client closed the connection", request_id)
-        return None
-    finally:
-        pending.cancel()
-        if watcher is not None:
-            watcher.cancel()
-
-
-def _decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """ASGI headers as a dict of lower-case names; repeated headers are joined with ", "."""
-    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
-    if len(headers) != len(raw) or not "".join(headers).islower():
-        # Rare: a repeated header (every value must be seen: two Mcp-Name headers mismatch),
-        # or a server that does not lower-case names as the ASGI spec asks.
-        headers = {}
-        for raw_name, raw_value in raw:
-            name = raw_name.decode("latin-1").lower()
-            value = raw_value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
-
-
-def _modern(message: JSONDict) -> bool:
-    params = message.get("params")
-    return isinstance(params, dict) and has_modern_meta(params)
-
-
-@functools.lru_cache(maxsize=64)
-def _accepts_sse(accept: str | None) -> bool:
-    # Lenient (§19-Q16): no Accept header, or one naming SSE or a wildcard, allows SSE.
-    if accept is None:
-        return True
-    accept = accept.lower()
-    return "text/event-stream" in accept or "*/*" in accept or "text/*" in accept
-
-
-def _event(message: JSONDict) -> bytes:
-    return b"data: " + dumps(message) + b"\n\n"
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    message = await receive()
-    if message["type"] == "http.request" and not message.get("more_body", False):
-        body: bytes = message.get("body", b"")  # the usual case: the whole body at once
-        return body if len(body) <= limit else None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-        message = await receive()
-
-
-async def _json(
-    send: ASGISend,
-    status: int,
-    payload: JSONDict,
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    body = dumps(payload)
-    headers = [_JSON_CONTENT_TYPE, (b"content-length", b"%d" % len(body))]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain(
-    send: ASGISend, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-length", str(len(body)).encode()), *(extra or [])]
-    if body:
-        headers.append((b"content-type", b"text/plain; charset=utf-8"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
