@@ -16,6 +16,7 @@ from mcpserve.protocol.http_headers import (
     check_required_headers,
     check_routing_headers,
     decode_header_value,
+    header_annotations,
     header_params_from_schema,
     name_for,
     property_types_from_schema,
@@ -647,3 +648,23 @@ def test_deeply_nested_schema_does_not_hit_the_recursion_limit() -> None:
     for _ in range(5000):
         node = {"type": "array", "items": node}
     assert header_params_from_schema(schema_with(node)) == {}
+
+
+def test_the_annotation_named_only_in_text_is_not_an_annotation() -> None:
+    schema = schema_with({"type": "string", "description": 'set "x-mcp-header" to mirror it'})
+    assert header_annotations(schema) == []
+
+
+def test_schemas_that_are_not_plain_json_are_still_searched() -> None:
+    # A hand-written schema may hold values JSON cannot encode (a set, an integer key).
+    annotated = schema_with({"type": "string", "x-mcp-header": "P", "examples": {"a", "b"}})
+    assert header_annotations(annotated) == [("p", "P", "string")]
+    nested = schema_with({"type": "object", "properties": {"q": {"x-mcp-header": "Q"}}})
+    nested[1] = "an integer key"
+    with pytest.raises(ValueError, match="/properties/p/properties/q"):
+        header_annotations(nested)
+
+
+def test_big_integers_do_not_hide_an_annotation() -> None:
+    schema = schema_with({"type": "integer", "x-mcp-header": "P", "maximum": 2**70})
+    assert header_annotations(schema) == [("p", "P", "integer")]

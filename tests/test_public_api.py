@@ -1,5 +1,7 @@
 """The names ``import mcpserve`` offers, and ``__all__`` saying exactly which."""
 
+import subprocess
+import sys
 import types
 
 import pytest
@@ -37,3 +39,67 @@ def test_star_import_gives_exactly_all() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(mcpserve.__version__, str)
     assert mcpserve.__version__
+
+
+# Optional machinery that `import mcpserve` must not load: each costs start-up time that a
+# stdio server spawned on demand would pay on every start.
+LAZY_MODULES = (
+    "uvicorn",  # the HTTP server
+    "httptools",
+    "uvloop",
+    "redis",  # the Redis subscription bus
+    "cryptography",  # sealed requestState
+    "click",  # the CLI
+    "httpx",
+    "jsonschema",  # only for hand-written inputSchema
+    "opentelemetry",
+    "mcpserve.client",  # for tests and tools, not servers
+    "mcpserve.transports",
+    "mcpserve.cli",
+    "mcpserve.protocol.request_state",
+    "mcpserve.server.redis_bus",
+    "mcpserve.server.uri_template",  # only for resource templates
+)
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(out.stdout.split())
+
+
+def _loaded(modules: set[str], name: str) -> bool:
+    return any(m == name or m.startswith(name + ".") for m in modules)
+
+
+def test_import_loads_nothing_optional() -> None:
+    modules = _modules_after("import mcpserve")
+    assert "mcpserve.server.server" in modules  # the probe itself works
+    assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
+
+
+def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional() -> None:
+    code = (
+        "from mcpserve import Server\n"
+        "server = Server('s')\n"
+        "@server.tool\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "@server.resource('file:///readme', mime_type='text/plain')\n"
+        "def readme() -> str:\n"
+        "    return 'hi'\n"
+    )
+    modules = _modules_after(code)
+    assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
+
+
+def test_lazy_names_load_on_first_use() -> None:
+    modules = _modules_after("from mcpserve import Client")
+    assert "mcpserve.client.client" in modules
+    assert "Client" in dir(mcpserve)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        mcpserve.Nope  # noqa: B018

@@ -878,3 +878,52 @@ def test_different_descriptions_give_different_schemas() -> None:
 
     assert inspect_arguments(one).input_schema["properties"]["a"]["description"] == "The first."
     assert inspect_arguments(two).input_schema["properties"]["a"]["description"] == "The second."
+
+
+# ---------------------------------------------------------------- tools alike share the work
+
+
+def test_functions_of_one_shape_share_a_validator_but_not_a_schema() -> None:
+    def first(a: int, b: str = "x") -> str:
+        return b
+
+    def second(a: int, b: str = "x") -> str:
+        return b
+
+    one, two = inspect_arguments(first), inspect_arguments(second)
+    assert one._validate_python is two._validate_python
+    assert one.input_schema == two.input_schema
+    two.input_schema["properties"]["a"]["title"] = "changed by a user"
+    assert "title" not in one.input_schema["properties"]["a"]
+    assert inspect_arguments(first).input_schema == one.input_schema
+
+
+def test_a_different_default_type_or_description_is_a_different_shape() -> None:
+    def ints(a: int = 1) -> None: ...
+
+    def floats(a: float = 1.0) -> None: ...
+
+    def described(a: int = 1) -> None:
+        """Count things.
+
+        Args:
+            a: How many.
+        """
+
+    specs = [inspect_arguments(fn) for fn in (ints, floats, described)]
+    assert [s.input_schema["properties"]["a"] for s in specs] == [
+        {"type": "integer", "default": 1},
+        {"type": "number", "default": 1.0},
+        {"type": "integer", "default": 1, "description": "How many."},
+    ]
+
+
+def test_a_cached_schema_beyond_json_integers_is_still_copied() -> None:
+    def first(a: int = 2**70) -> None: ...
+
+    def second(a: int = 2**70) -> None: ...
+
+    one, two = inspect_arguments(first), inspect_arguments(second)
+    assert two.input_schema == one.input_schema
+    assert two.input_schema is not one.input_schema
+    assert two.input_schema["properties"]["a"]["default"] == 2**70

@@ -14,7 +14,8 @@
     server.run()
 """
 
-from .client.client import Client as Client
+import typing
+
 from .protocol.constants import LATEST_VERSION as LATEST_VERSION
 from .protocol.core import Auth as Auth
 from .protocol.errors import InvalidParams as InvalidParams
@@ -50,7 +51,24 @@ from .server.server import Server as Server
 from .server.tools import Tool as Tool
 from .server.tools import ToolResult as ToolResult
 
+if typing.TYPE_CHECKING:
+    from .client.client import Client as Client
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> typing.Any:
+    # The client is for tests and tools; a server should not pay for importing it.
+    if name == "Client":
+        from .client.client import Client
+
+        return Client
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "LATEST_VERSION",

@@ -13,8 +13,8 @@ the decoded body. The transport follows ``CHECKLIST.md`` §19-Q3: :func:`check_r
 ``include_name=False``; version supported and method known (elsewhere); then
 :func:`check_name_header` and, for ``tools/call``, :func:`check_param_headers`.
 :func:`check_routing_headers` does the standard-header steps at once. ``x-mcp-header`` is
-validated once at registration (:func:`header_params_from_schema`,
-:func:`property_types_from_schema`), so per request only dict lookups and compares remain.
+validated once at registration (:func:`header_annotations`), so per request only dict
+lookups and compares remain.
 
 Decisions
 ---------
@@ -75,6 +75,7 @@ NAME_HEADER: Final = "mcp-name"
 PARAM_HEADER_PREFIX: Final = "mcp-param-"
 
 _ANNOTATION: Final = "x-mcp-header"
+_ANNOTATION_BYTES: Final = b'"x-mcp-header"'
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
 _B64_MIN_LEN: Final = len(_B64_PREFIX) + len(_B64_SUFFIX)
@@ -293,12 +294,23 @@ def header_params_from_schema(input_schema: Mapping[str, Any]) -> dict[str, str]
 
     Raises :class:`ValueError` naming the property and the broken rule.
     """
-    return {prop: header for prop, header, _ in _annotations(input_schema)}
+    return {prop: header for prop, header, _ in header_annotations(input_schema)}
 
 
 def property_types_from_schema(input_schema: Mapping[str, Any]) -> dict[str, str]:
     """``{property: "string" | "integer" | "boolean"}`` for the annotated properties."""
-    return {prop: kind for prop, _, kind in _annotations(input_schema)}
+    return {prop: kind for prop, _, kind in header_annotations(input_schema)}
+
+
+def header_annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """``(property, header, type)`` per ``x-mcp-header`` annotation, after checking every T21
+    rule (raises :class:`ValueError` naming the property and the broken rule)."""
+    try:
+        if _ANNOTATION_BYTES not in orjson.dumps(schema):
+            return []  # the common case, found without walking the schema
+    except (orjson.JSONEncodeError, TypeError):
+        pass  # not plain JSON (a user's hand-written schema): walk it
+    return _annotations(schema)
 
 
 def _annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:

@@ -17,7 +17,7 @@ import base64
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 
@@ -27,7 +27,9 @@ from .context import Context
 from .handlers import Invoker, make_invoker
 from .rounds import run_asking
 from .schema import ArgumentSpec, inspect_arguments, parse_docstring
-from .uri_template import URITemplate
+
+if TYPE_CHECKING:
+    from .uri_template import URITemplate
 
 CacheScope = Literal["public", "private"]
 
@@ -201,8 +203,8 @@ def build_resource(
     arguments = inspect_arguments(fn, context_type=Context, strict=False)
     invoke = make_invoker(fn, blocking=blocking, pool=pool)
     wire = _metadata(fn, name, title, description, mime_type, icons, annotations, meta)
-    template = URITemplate(uri)
-    if not template.variables:
+    template = _template_of(uri)
+    if template is None:
         if arguments.param_names:
             raise TypeError(
                 f"Resource {uri!r} has no URI variables, so {fn.__name__}() cannot take "
@@ -227,3 +229,13 @@ def build_resource(
     return ResourceTemplate(
         template, fn, invoke, arguments, {"uriTemplate": uri, **wire}, mime_type, cache
     )
+
+
+def _template_of(uri: str) -> URITemplate | None:
+    """The parsed template when ``uri`` has ``{variables}``; None for a plain URI."""
+    if "{" not in uri and "}" not in uri:
+        return None  # most resources: no need to load the template parser at all
+    from .uri_template import URITemplate
+
+    template = URITemplate(uri)
+    return template if template.variables else None

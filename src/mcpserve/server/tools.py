@@ -33,7 +33,7 @@ from ..protocol.errors import (
     ToolError,
     new_ref,
 )
-from ..protocol.http_headers import header_params_from_schema, property_types_from_schema
+from ..protocol.http_headers import header_annotations
 from .content import HELPER_TYPES, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .handlers import Invoker, is_synchronous, make_invoker
@@ -125,7 +125,7 @@ class Tool:
         raw_schema = RawSchema(name, schema) if input_schema is not None else None
         output_check = RawSchema(name, output_schema) if output_schema is not None else None
         try:
-            header_params = header_params_from_schema(schema)
+            annotated = header_annotations(schema)
         except ValueError as exc:
             raise ValueError(f"Tool {name!r}: {exc}") from None
         doc_description, _ = parse_docstring(fn)
@@ -153,8 +153,8 @@ class Tool:
             invoke=invoke,
             wire=wire,
             requires=requires,
-            header_params=header_params,
-            header_types=property_types_from_schema(schema),
+            header_params={prop: header for prop, header, _ in annotated},
+            header_types={prop: kind for prop, _, kind in annotated},
             raw_schema=raw_schema,
             output_check=output_check,
             synchronous=is_synchronous(invoke),
