@@ -131,8 +131,14 @@ class Dispatcher:
         try:
             result = await handler(request)
         except Exception as exc:  # CancelledError is not an Exception: it propagates.
-            return error_response(request.id, error_from_exception(exc))
-        return {"jsonrpc": "2.0", "id": request.id, "result": self.finish(result)}
+            return self.failure(request.id, exc)
+        return self.success(request.id, result)
+
+    def success(self, request_id: RequestId, result: JSONDict) -> JSONDict:
+        return {"jsonrpc": "2.0", "id": request_id, "result": self.finish(result)}
+
+    def failure(self, request_id: RequestId, exc: Exception) -> JSONDict:
+        return error_response(request_id, error_from_exception(exc))
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS

@@ -60,11 +60,13 @@ class Context:
         "server",
     )
 
-    def __init__(self, request: Request, server: Server) -> None:
+    def __init__(self, request: Request, server: Server, *, inline: bool = False) -> None:
+        """``inline``: the handler runs to completion without yielding to the event loop, so
+        nothing can cancel it while it runs and its task need not be looked up."""
         self.request = request
         self.server = server
         self._last_progress: float | None = None
-        self._task = asyncio.current_task()
+        self._task = None if inline else asyncio.current_task()
         self._cancel_flag: tuple[threading.Event, asyncio.Event] | None = None
         self._rounds: Rounds | None = None
         self._round_target: tuple[str, Any] | None = None

@@ -36,6 +36,13 @@ def _string_param(params: dict[str, Any], key: str) -> str:
     return value
 
 
+def tool_arguments(params: dict[str, Any]) -> dict[str, Any] | None:
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise InvalidParams('Invalid params: "arguments" must be an object')
+    return arguments
+
+
 def method_table(server: Server) -> dict[str, Method]:
     registry = server.registry
 
@@ -69,10 +76,7 @@ def method_table(server: Server) -> dict[str, Method]:
         tool = registry.tool(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name[:100]}")
-        arguments = params.get("arguments")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise InvalidParams('Invalid params: "arguments" must be an object')
-        return await tool.call(arguments, ctx)
+        return await tool.call(tool_arguments(params), ctx)
 
     def require_resources() -> None:
         if not registry.resources and not registry.templates:

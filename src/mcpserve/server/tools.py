@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +66,10 @@ class ToolResult:
         if self.meta:
             result["_meta"] = dict(self.meta)
         return result
+
+
+class _Answered(Exception):
+    """A call that ends before the function runs, with this message as an error result."""
 
 
 def error_result(message: str) -> dict[str, Any]:
@@ -162,6 +166,41 @@ class Tool:
 
     async def call(self, arguments: Any, ctx: Context) -> dict[str, Any]:
         """Run the tool for one ``tools/call`` and return the ``CallToolResult`` body."""
+        try:
+            kwargs = self._bind(arguments, ctx)
+            value = await self.invoke(kwargs)
+        except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            return self._failed(exc, ctx)
+        return self._finished(value, ctx)
+
+    def call_inline(
+        self, arguments: Any, ctx: Context
+    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """:meth:`call` for a :attr:`synchronous` tool, run here and now: no coroutine.
+
+        Returns an awaitable only in the odd case of a plain function that hands back an
+        awaitable (a coroutine made by a helper, say).
+        """
+        try:
+            kwargs = self._bind(arguments, ctx)
+            value = self.fn(**kwargs)
+        except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            return self._failed(exc, ctx)
+        if hasattr(type(value), "__await__"):
+            return self._finish_awaited(value, ctx)
+        return self._finished(value, ctx)
+
+    async def _finish_awaited(self, awaitable: Awaitable[Any], ctx: Context) -> dict[str, Any]:
+        try:
+            value = await awaitable
+        except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            return self._failed(exc, ctx)
+        return self._finished(value, ctx)
+
+    def _bind(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+        """Check and validate the arguments; the keyword arguments for the function.
+
+        Raises :class:`_Answered` when the call ends before the function runs."""
         if self.requires:
             missing = missing_capabilities(self.requires, ctx.client_capabilities)
             if missing:
@@ -170,29 +209,32 @@ class Tool:
         if self.raw_schema is not None:
             problems = self.raw_schema.problems(arguments or {})
             if problems:
-                return error_result(f"Invalid arguments for tool {self.name}: {problems}")
+                raise _Answered(f"Invalid arguments for tool {self.name}: {problems}")
         elif arguments and not self.arguments.param_names:
             # The published schema says additionalProperties: false; keep that promise.
             unexpected = ", ".join(sorted(arguments)[:10])
-            return error_result(f"Tool {self.name} takes no arguments; got: {unexpected}")
+            raise _Answered(f"Tool {self.name} takes no arguments; got: {unexpected}")
         try:
             kwargs = self.arguments.validate(arguments)
         except pydantic.ValidationError as exc:
-            return error_result(describe_validation_error(self.name, exc))
+            raise _Answered(describe_validation_error(self.name, exc)) from None
         if self.arguments.context_param is not None:
             kwargs[self.arguments.context_param] = ctx
-        try:
-            value = await self.invoke(kwargs)
-        except NeedInput as need:  # the attempt ends here: ask, and run again on the retry
-            return ctx.rounds.input_required(need.requests)
-        except ToolError as exc:
+        return kwargs
+
+    def _failed(self, exc: Exception | NeedInput, ctx: Context) -> dict[str, Any]:
+        """The result for a call that raised; protocol errors propagate."""
+        if isinstance(exc, _Answered | ToolError):
             return error_result(str(exc))
-        except MCPError:
-            raise
-        except Exception as exc:
-            ref = new_ref()
-            logger.error("Tool %r failed (ref %s)", self.name, ref, exc_info=exc)
-            return error_result(f"Tool {self.name} failed unexpectedly (ref {ref})")
+        if isinstance(exc, NeedInput):  # the attempt ends here: ask, and run again on the retry
+            return ctx.rounds.input_required(exc.requests)
+        if isinstance(exc, MCPError):
+            raise exc
+        ref = new_ref()
+        logger.error("Tool %r failed (ref %s)", self.name, ref, exc_info=exc)
+        return error_result(f"Tool {self.name} failed unexpectedly (ref {ref})")
+
+    def _finished(self, value: Any, ctx: Context) -> dict[str, Any]:
         if isinstance(value, InputRequired):
             return ctx.rounds.input_required(value.input_requests, value.state)
         return self.shape(value)

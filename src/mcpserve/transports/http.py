@@ -339,6 +339,7 @@ class HTTPApp:
             ):
                 hh.check_name_header(headers, message)
             synchronous = method in _SYNCHRONOUS_METHODS
+            tool = None
             if method == "tools/call":
                 name = params.get("name")
                 tool = self.server.registry.tool(name) if isinstance(name, str) else None
@@ -359,7 +360,11 @@ class HTTPApp:
             # Nothing in it can wait, so it sends no notifications and nothing could cancel
             # it: answer with JSON directly, without a stream or a disconnect watcher.
             request = Request(request_id, method, params, meta, None, auth)
-            response = await dispatcher.execute(handler, request)
+            if tool is not None:
+                answer = self.server.call_tool_inline(tool, request)
+                response = answer if isinstance(answer, dict) else await answer
+            else:
+                response = await dispatcher.execute(handler, request)
             error = response.get("error")
             await send_json(send, status_for(error["code"]) if error else 200, response)
             return
