@@ -110,11 +110,9 @@ class HTTPApp:
         self._accepted_hosts: set[str | None] = set()
         self.legacy = LegacyHTTP(server, send_json) if server.legacy is not None else None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+    async def _other(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         kind = scope["type"]
-        if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
+        if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
@@ -141,9 +139,13 @@ class HTTPApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    # -- one HTTP request -------------------------------------------------------------------
+    # -- the ASGI entry point: one HTTP request -----------------------------------------------
 
-    async def _http(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        if scope["type"] != "http":
+            await self._other(scope, receive, send)
+            return
+        # One HTTP request. (Written out here rather than in a helper: one coroutine less.)
         path = scope["path"]
         root = scope.get("root_path", "")
         if root and path.startswith(root):
