@@ -59,6 +59,7 @@ LAZY_MODULES = (
     "mcpserve.protocol.request_state",
     "mcpserve.server.redis_bus",
     "mcpserve.server.uri_template",  # only for resource templates
+    "mcpserve.server.input_requests",  # only for servers that ask the client for input
 )
 
 
@@ -80,6 +81,8 @@ def test_import_loads_nothing_optional() -> None:
     modules = _modules_after("import mcpserve")
     assert "mcpserve.server.server" in modules  # the probe itself works
     assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
+    # pydantic's field machinery (and pydantic.types behind it) waits for the first tool.
+    assert "pydantic.fields" not in modules
 
 
 def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional() -> None:
@@ -97,9 +100,16 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
     assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
 
 
-def test_lazy_names_load_on_first_use() -> None:
-    modules = _modules_after("from mcpserve import Client")
-    assert "mcpserve.client.client" in modules
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [("Client", "mcpserve.client.client"), ("Elicit", "mcpserve.server.input_requests")],
+)
+def test_lazy_names_load_on_first_use(name: str, module: str) -> None:
+    assert module in _modules_after(f"from mcpserve import {name}")
+    assert module not in _modules_after("import mcpserve")
+
+
+def test_lazy_names_are_listed_and_unknown_names_are_not_invented() -> None:
     assert "Client" in dir(mcpserve)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         mcpserve.Nope  # noqa: B018

@@ -14,6 +14,7 @@
     server.run()
 """
 
+import importlib
 import typing
 
 from .protocol.constants import LATEST_VERSION as LATEST_VERSION
@@ -31,12 +32,6 @@ from .server.content import Image as Image
 from .server.content import ResourceLink as ResourceLink
 from .server.context import Context as Context
 from .server.handlers import blocking as blocking
-from .server.input_requests import Elicit as Elicit
-from .server.input_requests import ElicitResult as ElicitResult
-from .server.input_requests import ListRoots as ListRoots
-from .server.input_requests import Root as Root
-from .server.input_requests import Sample as Sample
-from .server.input_requests import SampleResult as SampleResult
 from .server.middleware import CallNext as CallNext
 from .server.middleware import Middleware as Middleware
 from .server.prompts import Message as Message
@@ -53,17 +48,36 @@ from .server.tools import ToolResult as ToolResult
 
 if typing.TYPE_CHECKING:
     from .client.client import Client as Client
+    from .server.input_requests import Elicit as Elicit
+    from .server.input_requests import ElicitResult as ElicitResult
+    from .server.input_requests import ListRoots as ListRoots
+    from .server.input_requests import Root as Root
+    from .server.input_requests import Sample as Sample
+    from .server.input_requests import SampleResult as SampleResult
 
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> typing.Any:
-    # The client is for tests and tools; a server should not pay for importing it.
-    if name == "Client":
-        from .client.client import Client
+#: Public names whose modules load on first use: a server that never needs them (most
+#: never run a client, many never ask the client for input) does not pay for importing them.
+_LAZY = {
+    "Client": "client.client",
+    "Elicit": "server.input_requests",
+    "ElicitResult": "server.input_requests",
+    "ListRoots": "server.input_requests",
+    "Root": "server.input_requests",
+    "Sample": "server.input_requests",
+    "SampleResult": "server.input_requests",
+}
 
-        return Client
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
 
 def __dir__() -> list[str]:

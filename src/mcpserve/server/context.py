@@ -26,12 +26,12 @@ from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.core import Request
 from ..protocol.jsonrpc import RequestId, notification
-from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
 from .rounds import Rounds
 
 _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 
 if TYPE_CHECKING:
+    from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
     from .server import Server
 
 _PYTHON_LEVELS = {
@@ -234,6 +234,8 @@ class Context:
         key: str | None = None,
     ) -> ElicitResult:
         """Ask the user: a form for ``schema`` (a pydantic model or JSON schema), or a URL."""
+        from .input_requests import Elicit  # loaded by the first server that asks
+
         request = Elicit(message, schema, url)
         key = key or self._next_key("elicit")
         answer: ElicitResult = (await self._ask({key: request}))[key]
@@ -243,6 +245,8 @@ class Context:
         self, messages: Any, *, max_tokens: int, key: str | None = None, **options: Any
     ) -> SampleResult:
         """Ask the client's LLM; ``messages`` may be a single string."""
+        from .input_requests import Sample
+
         request = Sample(messages, max_tokens, **options)
         key = key or self._next_key("sample")
         answer: SampleResult = (await self._ask({key: request}))[key]
@@ -250,6 +254,8 @@ class Context:
 
     async def list_roots(self, *, key: str | None = None) -> list[Root]:
         """The client's roots."""
+        from .input_requests import ListRoots
+
         key = key or self._next_key("roots")
         roots: list[Root] = (await self._ask({key: ListRoots()}))[key]
         return roots

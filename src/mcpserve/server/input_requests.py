@@ -13,24 +13,13 @@ the right shape reads as *no answer*, so the server asks again instead of failin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import pydantic
 
 from .content import to_block
+from .rounds import MISSING
 from .schema import type_schema
-
-_MISSING: Any = object()
-
-
-class InputRequest(Protocol):
-    def to_wire(self) -> dict[str, Any]: ...
-    def required_capabilities(self) -> dict[str, Any]: ...
-    def parse(self, raw: Any) -> Any:
-        """The answer, or ``MISSING`` when ``raw`` is not a usable answer."""
-
-
-MISSING = _MISSING
 
 
 @dataclass(frozen=True, slots=True)

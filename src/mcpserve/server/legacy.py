@@ -33,7 +33,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, readable_id
 from ..protocol.legacy import legacy_response, negotiate
 from ..protocol.meta import RequestMeta
-from .input_requests import MISSING, InputRequest
+from .rounds import MISSING, InputRequest
 from .sessions import LegacySession
 
 if TYPE_CHECKING:

@@ -21,17 +21,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InvalidParams, MissingClientCapability
-from .input_requests import MISSING, InputRequest
 
 if TYPE_CHECKING:
     from .context import Context
 
 logger = logging.getLogger("mcpserve.state")
+
+#: What an input request's ``parse`` returns for an answer it cannot use.
+MISSING: Any = object()
+
+
+class InputRequest(Protocol):
+    """What a handler can ask for: :mod:`.input_requests` has the kinds."""
+
+    def to_wire(self) -> dict[str, Any]: ...
+    def required_capabilities(self) -> dict[str, Any]: ...
+    def parse(self, raw: Any) -> Any:
+        """The answer, or ``MISSING`` when ``raw`` is not a usable answer."""
 
 
 class NeedInput(BaseException):

@@ -45,8 +45,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, NotRequired, Required, cast
 
 import orjson
-from pydantic import ConfigDict, Field, TypeAdapter
-from pydantic.fields import FieldInfo
+from pydantic import ConfigDict, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue, JsonSchemaWarningKind
 from typing_extensions import TypedDict  # pydantic rejects typing's before Python 3.12
 
@@ -303,7 +302,7 @@ def inspect_arguments(
             headers[name] = header
         description = param_docs.get(name)
         if description is not None and any(
-            isinstance(meta, FieldInfo) and meta.description is not None
+            _is_field_info(meta) and meta.description is not None
             for meta in _strip_annotated(annotation)[1]
         ):
             description = None  # Field(description=...) wins over the docstring
@@ -331,8 +330,18 @@ def _copy_json(value: dict[str, Any]) -> dict[str, Any]:
         return copy.deepcopy(value)
 
 
+def _is_field_info(value: Any) -> bool:
+    # pydantic.fields is imported here, not at the top: it pulls in pydantic.types and
+    # more, which `import mcpserve` should not pay for before any tool is registered.
+    from pydantic.fields import FieldInfo
+
+    return isinstance(value, FieldInfo)
+
+
 def _typed_fields(shape: list[tuple[str, Any, Any, str | None]]) -> dict[str, Any]:
     """TypedDict fields for the parameters: defaults and descriptions ride on ``Field``."""
+    from pydantic import Field  # see _is_field_info
+
     fields: dict[str, Any] = {}
     for name, annotation, default, description in shape:
         extra: dict[str, Any] = {}
