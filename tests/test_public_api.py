@@ -60,6 +60,7 @@ LAZY_MODULES = (
     "mcpserve.server.redis_bus",
     "mcpserve.server.uri_template",  # only for resource templates
     "mcpserve.server.input_requests",  # only for servers that ask the client for input
+    "concurrent.futures.thread",  # the pool starts with the first blocking handler
 )
 
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -303,6 +304,26 @@ async def test_eof_lets_in_flight_requests_finish_then_exits_zero() -> None:
         responses = {m["id"]: text_of(m) for m in rest if "id" in m}
         assert responses == {1: "slept a", 2: "slept b", 3: "done after 2"}
         assert [m["params"]["progress"] for m in rest if "method" in m] == [1, 2]
+
+
+async def test_eof_gives_running_requests_a_grace_period_then_exits_promptly() -> None:
+    """CHECKLIST I06: a client closing stdin sees the server exit soon, even with a tool
+    that would run for a long time; what finishes within the grace is still answered."""
+    args = [
+        sys.executable, "-m", "mcpserve.cli", "run", str(BASIC), "--shutdown-grace", "0.5",
+    ]  # fmt: skip
+    async with stdio_server(args) as proc:
+        await proc.send(
+            call(1, "sleepy", {"seconds": 60, "tag": "never"}),
+            call(2, "sleepy", {"seconds": 0.1, "tag": "soon"}),
+        )
+        proc.close_stdin()
+        started = time.monotonic()
+        rest = await proc.read_rest(within=10)
+        assert await proc.wait(within=10) == 0
+        assert time.monotonic() - started < 5
+    assert [(m["id"], text_of(m)) for m in rest] == [(2, "slept soon")]
+    assert "cancelling 1 request(s)" in proc.stderr.decode()
 
 
 async def test_last_line_without_newline_is_served_at_eof() -> None:

@@ -704,6 +704,68 @@ async def test_stdio_listen_then_eof_at_once_still_ends_the_subscription() -> No
     assert messages[2]["params"]["requestId"] == 9
 
 
+async def test_stdio_eof_ends_only_that_clients_subscriptions() -> None:
+    """One server, two transports: the stdio client leaving must not end a listen that
+    another transport (here ``Server.handle``, as HTTP uses it) still serves."""
+    server = make_server()
+    other_sent: list[dict[str, Any]] = []
+    acknowledged = asyncio.Event()
+
+    async def other_sink(message: dict[str, Any]) -> None:
+        other_sent.append(message)
+        acknowledged.set()
+
+    async with server.running():
+        other = asyncio.create_task(
+            server.handle(listen_message(1, {"toolsListChanged": True}), send=other_sink)
+        )
+        await asyncio.wait_for(acknowledged.wait(), 2)
+        reader = asyncio.StreamReader()
+        reader.feed_data(dumps(listen_message(1, {"toolsListChanged": True})) + b"\n")
+        reader.feed_eof()
+        written: list[bytes] = []
+        await asyncio.wait_for(serve_stream(server, reader, written.append), 2)
+        stdio_messages = [loads(line) for line in written]
+        assert [m.get("method") for m in stdio_messages] == [ACK, None, "notifications/cancelled"]
+        assert not other.done()  # the other client's subscription is still open
+        server.add_tool(_extra, name="late")
+        await asyncio.sleep(0.05)
+        assert [m["method"] for m in other_sent] == [ACK, "notifications/tools/list_changed"]
+    result = await asyncio.wait_for(other, 2)  # the server stopping ends it gracefully
+    assert result is not None
+    check_response("subscriptions/listen", result)
+
+
+async def test_stdio_eof_cancels_what_outlives_the_grace_period() -> None:
+    server = make_server()
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    @server.tool
+    async def forever() -> str:
+        started.set()
+        await release.wait()
+        return "never sent"
+
+    @server.tool
+    async def quick() -> str:
+        await started.wait()
+        return "sent"
+
+    reader = asyncio.StreamReader()
+    for request_id, name in ((1, "forever"), (2, "quick")):
+        message = request(request_id, "tools/call", {"name": name, "arguments": {}})
+        reader.feed_data(dumps(message) + b"\n")
+    reader.feed_eof()
+    written: list[bytes] = []
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.wait_for(serve_stream(server, reader, written.append, shutdown_grace=0.2), 5)
+    assert loop.time() - began < 2
+    answers = [loads(line) for line in written]
+    assert [(m["id"], m["result"]["content"][0]["text"]) for m in answers] == [(2, "sent")]
+
+
 # =========================================================================== event loops
 
 

@@ -79,11 +79,26 @@ def main() -> None:
     type=click.IntRange(1),
     help="HTTP worker processes (needs MCPSERVE_STATE_KEYS when more than 1).",
 )
-def run(target: str, use_http: bool, host: str, port: int, path: str, workers: int) -> None:
+@click.option(
+    "--shutdown-grace",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="stdio: seconds requests still running when stdin closes get to answer.",
+)
+def run(
+    target: str,
+    use_http: bool,
+    host: str,
+    port: int,
+    path: str,
+    workers: int,
+    shutdown_grace: float,
+) -> None:
     """Serve TARGET (file.py[:server] or module[:server]) over stdio or HTTP."""
     server = load_server(target)
     if not use_http:
-        server.run("stdio")
+        server.run("stdio", shutdown_grace=shutdown_grace)
         return
     if workers == 1:
         server.run("http", host=host, port=port, path=path)

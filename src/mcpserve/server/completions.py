@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from .context import Context
 from .handlers import Invoker, make_invoker
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 MAX_VALUES = 100
 

@@ -8,8 +8,7 @@ pydantic model or dataclass (dumped to a dict), or ``None`` for an empty result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
@@ -19,6 +18,9 @@ from .context import Context
 from .handlers import make_invoker
 from .middleware import MethodHandler
 from .schema import inspect_arguments, inspect_output
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 #: Methods of this and other protocol revisions, never available as custom methods.
 RESERVED_METHODS = frozenset(

@@ -16,8 +16,10 @@ import contextvars
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 F = TypeVar("F", bound=Callable[..., Any])
 Invoker = Callable[[dict[str, Any]], Awaitable[Any]]

@@ -12,9 +12,8 @@ a dict already shaped as a ``PromptMessage``, or a full ``GetPromptResult``-shap
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 
@@ -24,6 +23,9 @@ from .context import Context
 from .handlers import Invoker, make_invoker
 from .rounds import run_asking
 from .schema import ArgumentSpec, inspect_arguments, parse_docstring
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +28,8 @@ from .rounds import run_asking
 from .schema import ArgumentSpec, inspect_arguments, parse_docstring
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from .uri_template import URITemplate
 
 CacheScope = Literal["public", "private"]

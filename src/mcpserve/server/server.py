@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -42,6 +41,8 @@ from .subscriptions import Subscriptions
 from .tools import Tool
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..protocol.request_state import StateSealer
     from ..transports.http import HTTPApp
 
@@ -412,6 +413,8 @@ class Server:
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # with the first blocking call
+
             self._pool = ThreadPoolExecutor(self._max_threads, thread_name_prefix="mcpserve")
         return self._pool
 
@@ -463,11 +466,15 @@ class Server:
         log_level: str = "info",
         **app_options: Any,
     ) -> None:
-        """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn."""
+        """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn.
+
+        ``app_options`` go to the transport: :func:`~mcpserve.transports.stdio.serve_stdio`
+        (``max_message_bytes``, ``shutdown_grace``) or :meth:`http_app`.
+        """
         if transport == "stdio":
             from ..transports.stdio import serve_stdio
 
-            asyncio.run(serve_stdio(self))
+            asyncio.run(serve_stdio(self, **app_options))
         elif transport == "http":
             from ..transports.serve import run_http
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -45,10 +45,18 @@ _LIST_FILTERS = {
 class Listener:
     """One open subscription: its id, honoured filter and pending notifications."""
 
-    __slots__ = ("_wake", "ended", "filter", "id", "pending", "queue_size", "uris")
+    __slots__ = ("_wake", "ended", "filter", "id", "pending", "queue_size", "task", "uris")
 
-    def __init__(self, listen_id: RequestId, honoured: dict[str, Any], queue_size: int) -> None:
+    def __init__(
+        self,
+        listen_id: RequestId,
+        honoured: dict[str, Any],
+        queue_size: int,
+        task: asyncio.Task[Any] | None = None,
+    ) -> None:
         self.id = listen_id
+        #: The task serving the listen request: tells whose listener this is.
+        self.task = task
         self.filter = honoured
         self.uris: tuple[str, ...] = tuple(honoured.get("resourceSubscriptions", ()))
         self.pending: deque[JSONDict] = deque()
@@ -138,10 +146,16 @@ class Subscriptions:
             await self.bus.stop()
 
     def end_all(self) -> None:
-        """End every listener gracefully, keeping the bus (e.g. one stdio client left)."""
+        """End every listener gracefully, keeping the bus (the server is stopping)."""
         self._closing = True
         for listener in list(self.listeners):
             listener.end()
+
+    def end_served_by(self, tasks: Collection[asyncio.Task[Any]]) -> None:
+        """End gracefully the listeners these request tasks serve (their client left)."""
+        for listener in list(self.listeners):
+            if listener.task is not None and listener.task in tasks:
+                listener.end()
 
     # -- publishing and delivering --------------------------------------------------------
 
@@ -209,7 +223,7 @@ class Subscriptions:
             )
         await self.start()
         honoured = self.honoured(requested)
-        listener = Listener(ctx.request.id, honoured, self.queue_size)
+        listener = Listener(ctx.request.id, honoured, self.queue_size, asyncio.current_task())
         self.listeners.add(listener)
         if self._closing:
             listener.end()  # the server is stopping: acknowledge, then end at once

@@ -19,9 +19,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
@@ -39,6 +38,9 @@ from .context import Context
 from .handlers import Invoker, is_synchronous, make_invoker
 from .rounds import InputRequired, NeedInput
 from .schema import ArgumentSpec, OutputSpec, inspect_arguments, inspect_output, parse_docstring
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 logger = logging.getLogger("mcpserve")
 

@@ -9,7 +9,10 @@ Theory of operation:
   nothing more, not even a late result (X03). Unknown or finished ids are ignored (X05).
 * A line that is not JSON gets a -32700 answer without an id, and serving goes on. A line
   longer than ``max_message_bytes`` is discarded and answered with -32600.
-* At EOF the server stops reading, lets in-flight requests finish, then returns.
+* At EOF the server stops reading and ends the client's subscriptions (each with its final
+  result); requests still running get ``shutdown_grace`` seconds (default 5) to answer,
+  then are cancelled, and it returns: a client closing stdin sees the server exit promptly
+  (CHECKLIST I06).
 * While serving the real stdout, file descriptor 1 points at stderr and ``sys.stdout`` is
   ``sys.stderr``: a stray ``print`` (or a C library writing to fd 1) lands in the log, not
   in the protocol stream. Protocol output goes to a private duplicate of the old fd 1.
@@ -48,6 +51,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpserve.stdio")
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+#: Seconds requests still running at EOF get to finish before they are cancelled: clients
+#: close stdin to stop a server and escalate to signals if it lingers (CHECKLIST I06).
+DEFAULT_SHUTDOWN_GRACE = 5.0
+#: How often, while draining after EOF, listens that started late are ended too.
+_LISTEN_RECHECK = 0.05
 
 
 class StdioSession:
@@ -175,12 +183,32 @@ class StdioSession:
             logger.info("Request %r cancelled by the client: %s", request_id, str(reason)[:200])
             task.cancel()
 
-    async def finish(self) -> None:
-        """Let the legacy session go (its questions to the client fail), then wait for
-        every in-flight request to end."""
+    async def finish(self, grace: float | None = DEFAULT_SHUTDOWN_GRACE) -> None:
+        """The client is gone. Its legacy session goes (questions to it fail), its open
+        subscriptions end with their final results, and in-flight requests get ``grace``
+        seconds (``None``: as long as they take) before they are cancelled, answering
+        nothing more."""
         self._end_legacy()
+        loop = asyncio.get_running_loop()
+        deadline = None if grace is None else loop.time() + grace
         while self.inflight:
-            await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+            tasks = set(self.inflight.values())
+            # Again on every pass: a listen still starting up registers a moment later.
+            self.server.subscriptions.end_served_by(tasks)
+            timeout = _LISTEN_RECHECK if deadline is None else deadline - loop.time()
+            if timeout <= 0:
+                break
+            await asyncio.wait(tasks, timeout=min(timeout, _LISTEN_RECHECK))
+        if self.inflight:
+            logger.warning(
+                "stdin closed; cancelling %d request(s) still running after %s s",
+                len(self.inflight),
+                grace,
+            )
+            for task in self.inflight.values():
+                task.cancel()
+            while self.inflight:
+                await asyncio.gather(*self.inflight.values(), return_exceptions=True)
 
 
 def _cancelling() -> bool:
@@ -194,8 +222,12 @@ async def serve_stream(
     write: Callable[[bytes], None],
     *,
     drain: Callable[[], Any] | None = None,
+    shutdown_grace: float | None = DEFAULT_SHUTDOWN_GRACE,
 ) -> None:
-    """Serve newline-delimited JSON-RPC from ``reader`` until EOF, writing with ``write``."""
+    """Serve newline-delimited JSON-RPC from ``reader`` until EOF, writing with ``write``.
+
+    After EOF, requests still running get ``shutdown_grace`` seconds, then are cancelled.
+    """
     session = StdioSession(server, write)
     async with server.running():
         while True:
@@ -212,9 +244,7 @@ async def serve_stream(
             await session.feed(line)
             if drain is not None:
                 await drain()
-        # The client is gone: open subscriptions end now, each with its final result.
-        server.subscriptions.end_all()
-        await session.finish()
+        await session.finish(shutdown_grace)
 
 
 async def _discard_line(reader: asyncio.StreamReader, buffered: int) -> None:
@@ -278,14 +308,22 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 async def serve_stdio(
-    server: Server, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    server: Server,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    shutdown_grace: float | None = DEFAULT_SHUTDOWN_GRACE,
 ) -> None:
-    """Serve on this process's stdin and stdout until stdin closes."""
+    """Serve on this process's stdin and stdout until stdin closes.
+
+    ``shutdown_grace``: seconds that requests still running when stdin closes get to finish
+    (their answers are still written); then they are cancelled. ``None`` waits for them.
+    """
     loop = asyncio.get_running_loop()
     with _protocol_stdout() as protocol_fd:
         reader = await _stdin_reader(max_message_bytes)
         if not _is_stream(protocol_fd):  # stdout is a regular file: plain blocking writes
-            await serve_stream(server, reader, functools.partial(_write_all, protocol_fd))
+            write = functools.partial(_write_all, protocol_fd)
+            await serve_stream(server, reader, write, shutdown_grace=shutdown_grace)
             return
         out = os.fdopen(os.dup(protocol_fd), "wb", buffering=0)
         transport, protocol = await loop.connect_write_pipe(
@@ -293,6 +331,8 @@ async def serve_stdio(
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
-            await serve_stream(server, reader, writer.write, drain=writer.drain)
+            await serve_stream(
+                server, reader, writer.write, drain=writer.drain, shutdown_grace=shutdown_grace
+            )
         finally:
             writer.close()
