@@ -1638,3 +1638,61 @@ def test_cli_serves_http(tmp_path: Path) -> None:
             assert text_of(reply) == "other"
             response = http.get("/mcp")
             assert response.status_code == 405
+
+
+# ---------------------------------------------------------------- header bytes as ASGI gives them
+
+
+def raw_headers(**overrides: bytes) -> list[tuple[bytes, bytes]]:
+    headers = {k.encode(): v.encode() for k, v in mcp_headers("tools/call", "echo").items()}
+    headers[b"host"] = b"127.0.0.1"
+    headers.update({k.replace("_", "-").encode(): v for k, v in overrides.items()})
+    return list(headers.items())
+
+
+async def test_header_names_a_server_did_not_lower_case_still_work() -> None:
+    headers = [(name.title(), value) for name, value in raw_headers()]
+    status, _, body = await asgi_raw(server.http_app(), headers=headers, body=encode(ECHO))
+    assert status == 200, body
+    assert json.loads(body)["result"]["content"] == [{"type": "text", "text": "hi"}]
+
+
+async def test_repeated_name_headers_with_different_values_are_a_mismatch() -> None:
+    headers = [*raw_headers(), (b"mcp-name", b"other")]
+    status, _, body = await asgi_raw(server.http_app(), headers=headers, body=encode(ECHO))
+    assert status == 400
+    check("HeaderMismatchError", json.loads(body))
+
+
+async def test_bytes_beyond_ascii_in_a_header_are_read_as_latin_1() -> None:
+    # "é" sent raw as UTF-8 is two Latin-1 characters, so it cannot equal the body's name.
+    message = call(1, "echo", {"text": "hi"})
+    message["params"]["name"] = "é"
+    headers = raw_headers(mcp_name="é".encode())
+    status, _, body = await asgi_raw(server.http_app(), headers=headers, body=encode(message))
+    assert status == 400
+    error = json.loads(body)
+    check("HeaderMismatchError", error)
+    assert "Ã©" in error["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (b"Application/JSON; charset=utf-8", 200),
+        (b"application/json ; charset=UTF-8", 200),
+        (b"application/json\xa0", 415),  # only SP and HTAB are whitespace in HTTP
+        (b"application/jsonp", 415),
+    ],
+)
+async def test_content_type_bytes(content_type: bytes, status: int) -> None:
+    headers = raw_headers(content_type=content_type)
+    answer, _, _ = await asgi_raw(server.http_app(), headers=headers, body=encode(ECHO))
+    assert answer == status
+
+
+async def test_a_non_ascii_host_is_refused_not_crashed_on() -> None:
+    headers = raw_headers(host="exämple.com".encode("latin-1"))
+    status, _, body = await asgi_raw(server.http_app(), headers=headers, body=encode(ECHO))
+    assert status == 421
+    check_response(None, json.loads(body))

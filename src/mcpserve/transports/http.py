@@ -59,6 +59,7 @@ from .responses import (
     accepts_sse,
     cancel_on_disconnect,
     decode_headers,
+    header_bytes,
     is_modern,
     read_body,
     send_json,
@@ -87,6 +88,17 @@ _SYNCHRONOUS_METHODS = frozenset(
 )  # fmt: skip
 
 
+RawHeaders = list[tuple[bytes, bytes]]
+_VERSION_HEADER = hh.PROTOCOL_VERSION_HEADER.encode()
+_METHOD_HEADER = hh.METHOD_HEADER.encode()
+_NAME_HEADER = hh.NAME_HEADER.encode()
+_SESSION_HEADER = SESSION_HEADER.encode()
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
+
+
 class HTTPApp:
     """The ASGI callable returned by :meth:`Server.http_app`."""
 
@@ -107,7 +119,7 @@ class HTTPApp:
         self.origin_policy = origin_policy or OriginPolicy.build()
         self.keepalive_seconds = keepalive_seconds
         self._lifespan_context: Any = None
-        self._accepted_hosts: set[str | None] = set()
+        self._accepted_hosts: set[bytes | None] = set()
         self.legacy = LegacyHTTP(server, send_json) if server.legacy is not None else None
 
     async def _other(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
@@ -153,26 +165,27 @@ class HTTPApp:
         if path != self.path and path.rstrip("/") != self.path:
             await send_plain(send, 404, b"Not Found")
             return
-        headers = decode_headers(scope["headers"])
-        host = headers.get("host")
+        raw = scope["headers"]
+        headers = header_bytes(raw)  # the hot path compares bytes; str only when needed
+        host = headers.get(b"host")
         if host not in self._accepted_hosts:
-            problem = self.origin_policy.check_host(host)
+            problem = self.origin_policy.check_host(_text(host))
             if problem is not None:
                 error = InvalidRequest(f"Misdirected: {problem}")
                 await send_json(send, 421, error_response(None, error))
                 return
             if host is not None and len(self._accepted_hosts) < 64:
                 self._accepted_hosts.add(host)  # the same few Host values arrive every time
-        origin = headers.get("origin")
+        origin = headers.get(b"origin")
         if origin is not None:
-            problem = self.origin_policy.check_origin(origin)
+            problem = self.origin_policy.check_origin(_text(origin))
             if problem is not None:
                 error = InvalidRequest(f"Forbidden: {problem}")
                 await send_json(send, 403, error_response(None, error))
                 return
         auth = ANONYMOUS
         if self.authenticate is not None:
-            outcome = self.authenticate(headers)
+            outcome = self.authenticate(decode_headers(raw))
             if inspect.isawaitable(outcome):
                 outcome = await outcome
             if outcome is None:
@@ -180,25 +193,26 @@ class HTTPApp:
                 await send_json(send, 401, error_response(None, error), _CHALLENGE)
                 return
             auth = outcome
-        if scope["method"] in ("GET", "DELETE") and self.legacy is not None:
-            session_id = headers.get(SESSION_HEADER)
-            if session_id is not None:
-                await self._legacy_get_or_delete(scope["method"], session_id, headers, receive,
+        method = scope["method"]
+        if method != "POST":
+            session_id = headers.get(_SESSION_HEADER)
+            if method in ("GET", "DELETE") and self.legacy is not None and session_id is not None:
+                session = session_id.decode("latin-1")
+                await self._legacy_get_or_delete(method, session, decode_headers(raw), receive,
                                                  send)  # fmt: skip
-                return
-        if scope["method"] != "POST":
-            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
+            else:
+                await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        content_type = headers.get("content-type", "")
+        content_type = headers.get(b"content-type", b"")
         if (
-            content_type != "application/json"
-            and content_type.split(";", 1)[0].strip().lower() != "application/json"
+            content_type != b"application/json"
+            and content_type.split(b";", 1)[0].strip().lower() != b"application/json"
         ):
             error = InvalidRequest("Content-Type must be application/json")
             await send_json(send, 415, error_response(None, error))
             return
-        declared = headers.get("content-length", "")
-        too_big = declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes
+        declared = headers.get(b"content-length", b"")
+        too_big = declared.isdigit() and int(declared) > self.max_body_bytes
         body = None if too_big else await read_body(receive, self.max_body_bytes)
         if body is None:
             error = InvalidRequest(f"Request body exceeds {self.max_body_bytes} bytes")
@@ -216,12 +230,12 @@ class HTTPApp:
         if (
             self.legacy is not None
             and not is_modern(message)
-            and await self._legacy_post(message, kind, headers, auth, receive, send)
+            and await self._legacy_post(message, kind, decode_headers(raw), auth, receive, send)
         ):
             return
         if kind is Kind.NOTIFICATION:
             try:
-                hh.check_notification_headers(headers, message)
+                hh.check_notification_headers(decode_headers(raw), message)
             except MCPError as exc:
                 await send_json(send, 400, error_response(None, exc))
                 return
@@ -231,7 +245,7 @@ class HTTPApp:
             error = InvalidRequest("Invalid request: this endpoint accepts no JSON-RPC responses")
             await send_json(send, 400, error_response(readable_id(message), error))
             return
-        await self._request(message, headers, auth, receive, send)
+        await self._request(message, headers, raw, auth, receive, send)
 
     # -- the handshake era (CHECKLIST Y01-Y04) -----------------------------------------------
 
@@ -305,11 +319,14 @@ class HTTPApp:
     async def _request(
         self,
         message: JSONDict,
-        headers: dict[str, str],
+        headers: dict[bytes, bytes],
+        raw: RawHeaders,
         auth: Auth,
         receive: Receive,
         send: ASGISend,
     ) -> None:
+        """A request, after the checks every POST gets. ``headers`` are the raw bytes, looked
+        up on the fast path; the checks that need them all as text decode ``raw``."""
         dispatcher = self.server.dispatcher
         request_id = message["id"]
         method: str = message["method"]
@@ -317,10 +334,10 @@ class HTTPApp:
         try:
             if method == "initialize" and not has_modern_meta(params):
                 raise dispatcher.handshake_refusal(params)
-            version_header = headers.get(hh.PROTOCOL_VERSION_HEADER)
-            method_header = headers.get(hh.METHOD_HEADER)
+            version_header = _text(headers.get(_VERSION_HEADER))
+            method_header = _text(headers.get(_METHOD_HEADER))
             if version_header is None or method_header is None:
-                hh.check_required_headers(headers, message)
+                hh.check_required_headers(decode_headers(raw), message)
             meta = dispatcher.read_meta(params)
             # Fast path: headers that equal the body exactly need no trimming or decoding.
             if (
@@ -329,17 +346,17 @@ class HTTPApp:
                 or version_header != version_header.strip()
                 or method_header != method_header.strip()
             ):
-                hh.check_header_values(headers, message, include_name=False)
+                hh.check_header_values(decode_headers(raw), message, include_name=False)
             dispatcher.check_version(meta)
             handler = dispatcher.lookup(method)
-            name_header = headers.get(hh.NAME_HEADER)
+            name_header = _text(headers.get(_NAME_HEADER))
             if (
                 name_header is None
                 or name_header != hh.name_for(method, params)
                 or name_header.startswith("=?")
                 or not name_header.isascii()
             ):
-                hh.check_name_header(headers, message)
+                hh.check_name_header(decode_headers(raw), message)
             synchronous = method in _SYNCHRONOUS_METHODS
             tool = None
             if method == "tools/call":
@@ -349,7 +366,7 @@ class HTTPApp:
                 if tool is not None and tool.header_params:
                     arguments = params.get("arguments")
                     hh.check_param_headers(
-                        headers,
+                        decode_headers(raw),
                         arguments if isinstance(arguments, dict) else None,
                         tool.header_params,
                         tool.header_types,
@@ -370,7 +387,8 @@ class HTTPApp:
             error = response.get("error")
             await send_json(send, status_for(error["code"]) if error else 200, response)
             return
-        stream = ResponseStream(send, accepts_sse(headers.get("accept")), self.keepalive_seconds)
+        accept = _text(headers.get(b"accept"))
+        stream = ResponseStream(send, accepts_sse(accept), self.keepalive_seconds)
         request = Request(request_id, method, params, meta, stream.notify, auth)
         if not stream.sse_allowed:
             request.send = None

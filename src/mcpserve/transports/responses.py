@@ -133,6 +133,15 @@ async def cancel_on_disconnect(
             watcher.cancel()
 
 
+def header_bytes(raw: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """ASGI headers as a dict of lower-case names to values, still bytes: what the hot path
+    looks up. Repeated headers are joined as in :func:`decode_headers`."""
+    headers = dict(raw)
+    if len(headers) == len(raw) and b"".join(headers).islower():
+        return headers
+    return {k.encode("latin-1"): v.encode("latin-1") for k, v in decode_headers(raw).items()}
+
+
 def decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     """ASGI headers as a dict of lower-case names; repeated headers are joined with ", "."""
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
