@@ -494,6 +494,30 @@ async def test_resource_update_reaches_exact_and_parent_subscribers_only() -> No
     assert lists.methods == [ACK]  # list subscriptions do not get resource updates
 
 
+async def test_a_change_and_an_update_made_back_to_back_arrive_in_that_order() -> None:
+    server = make_server()
+    async with server.running():
+        listen = await open_listen(
+            server, 1, {"toolsListChanged": True, "resourceSubscriptions": ["file:///project"]}
+        )
+        server.add_tool(_extra, name="first")  # published without waiting
+        await server.notify_resource_updated("file:///project/config.json")
+        server.remove_tool("first")
+        await server.notify_resource_updated("file:///project/other.txt")
+        await listen.received(5)
+    await listen.result()
+    assert listen.methods == [ACK, TOOLS, UPDATED, TOOLS, UPDATED]
+
+
+async def test_a_change_made_just_before_shutdown_still_reaches_listeners() -> None:
+    server = make_server()
+    async with server.running():
+        listen = await open_listen(server, 1, {"toolsListChanged": True})
+        server.add_tool(_extra, name="last_minute")
+    await listen.result()
+    assert listen.methods == [ACK, TOOLS]
+
+
 # =========================================================================== ending
 
 

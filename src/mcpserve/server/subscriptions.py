@@ -121,7 +121,11 @@ class Subscriptions:
         #: Set by end_all/shutdown: a listen that starts now ends at once, so shutdown
         #: cannot miss a listener that registers a moment later.
         self._closing = False
-        self._publishing: set[asyncio.Future[None]] = set()
+        #: Events on their way to the bus, in the order they were published; one task
+        #: drains it, so a list change and a resource update made back to back reach
+        #: listeners in that order. A future, when set, is resolved once the bus took it.
+        self._outbox: deque[tuple[Event, asyncio.Future[None] | None]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -132,12 +136,17 @@ class Subscriptions:
                 return
             if self._loop is not None:  # served before on a loop that is gone (no lifespan)
                 await self.bus.stop()
+                self._outbox.clear()  # its drainer died with that loop
+                self._drainer = None
             await self.bus.start(self.deliver)
             self._loop = loop
             self._closing = False
 
     async def shutdown(self) -> None:
-        """End every listener gracefully (each gets its final result), then the bus."""
+        """Deliver what was published, end every listener gracefully (each gets its final
+        result), then stop the bus."""
+        if self._drainer is not None:
+            await asyncio.gather(self._drainer, return_exceptions=True)
         self._closing = True
         for listener in list(self.listeners):
             listener.end()
@@ -165,16 +174,39 @@ class Subscriptions:
         if loop is None or loop.is_closed():
             return
         if _running_loop() is loop:
-            task = loop.create_task(self.bus.publish(event))
-            self._publishing.add(task)
-            task.add_done_callback(self._publishing.discard)
+            self._enqueue(event, None)
         else:
-            asyncio.run_coroutine_threadsafe(self.bus.publish(event), loop)
+            loop.call_soon_threadsafe(self._enqueue, event, None)
 
     async def publish_now(self, event: Event) -> None:
         """Publish from the event loop and wait until the bus has taken the event."""
-        if self._loop is not None:
-            await self.bus.publish(event)
+        loop = self._loop
+        if loop is None:
+            return
+        taken = loop.create_future()
+        self._enqueue(event, taken)
+        await taken
+
+    def _enqueue(self, event: Event, taken: asyncio.Future[None] | None) -> None:
+        if self._loop is None:  # stopped since (a publish from another thread, late)
+            return
+        self._outbox.append((event, taken))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = self._loop.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while self._outbox:
+            event, taken = self._outbox.popleft()
+            try:
+                await self.bus.publish(event)
+            except Exception as exc:
+                if taken is None:
+                    logger.error("Publishing %s failed", event.get("type"), exc_info=exc)
+                elif not taken.done():
+                    taken.set_exception(exc)
+                continue
+            if taken is not None and not taken.done():
+                taken.set_result(None)
 
     def deliver(self, event: Event) -> None:
         """Fan ``event`` out to matching listeners; runs on the event loop."""
