@@ -11,12 +11,22 @@
 
 Every request carries the full per-request ``_meta`` (protocol version, client info and
 capabilities). Results come back as the wire dicts; JSON-RPC errors raise
-:class:`~mcpserve.MCPError` with the server's code, message and data.
+:class:`~mcpserve.MCPError` with the server's code, message and data. Give ``on_input``
+to answer multi round-trip requests (elicitation, sampling, roots) as a real client does::
+
+    async def answer(method: str, params: dict) -> dict:
+        if method == "elicitation/create":
+            return {"action": "accept", "content": {"name": "Ada"}}
+        ...
+
+    async with Client(server, capabilities={"elicitation": {"form": {}}}, on_input=answer) as c:
+        result = await c.call_tool("greet")  # asked, answered and retried: complete
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +46,13 @@ if TYPE_CHECKING:
 
 DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": "0.1.0"}
 
+#: Answers one input request of an ``input_required`` result: called with its ``method``
+#: (``elicitation/create``, ``sampling/createMessage``, ``roots/list``) and ``params``,
+#: returns the result the client sends back for it in ``inputResponses``.
+InputHandler = Callable[[str, JSONDict], Awaitable[JSONDict]]
+_RETRIED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_ROUND_KEYS = frozenset({"inputResponses", "requestState"})
+
 
 class Client:
     """Talks to one server. Use as an async context manager."""
@@ -49,7 +66,13 @@ class Client:
         protocol_version: str = c.LATEST_VERSION,
         log_level: str | None = None,
         on_notification: NotificationHandler | None = None,
+        on_input: InputHandler | None = None,
+        max_input_rounds: int = 10,
     ) -> None:
+        """``on_input`` answers multi round-trip requests: with it, an ``input_required``
+        result is answered and the request sent again (new id, ``inputResponses``, the
+        echoed ``requestState``) until it completes, at most ``max_input_rounds`` times;
+        without it, ``input_required`` results are returned as they are."""
         from ..server.server import Server
 
         if isinstance(server, Server):
@@ -60,6 +83,8 @@ class Client:
         self.client_info = client_info or DEFAULT_CLIENT_INFO
         self.protocol_version = protocol_version
         self.log_level = log_level
+        self.on_input = on_input
+        self.max_input_rounds = max_input_rounds
 
     @classmethod
     def stdio(
@@ -120,17 +145,46 @@ class Client:
         progress_token: str | int | None = None,
         log_level: str | None = None,
     ) -> JSONDict:
-        """Send one request and return its result; a JSON-RPC error raises ``MCPError``."""
+        """Send one request and return its result; a JSON-RPC error raises ``MCPError``.
+
+        With ``on_input``, ``input_required`` results are answered and retried (see
+        :class:`Client`)."""
         full_params = dict(params or {})
         full_params["_meta"] = self.meta(
             capabilities=capabilities, progress_token=progress_token, log_level=log_level
         )
-        message = {"jsonrpc": "2.0", "id": next_id(), "method": method, "params": full_params}
+        result = await self._send(method, full_params)
+        rounds = 0
+        while (
+            self.on_input is not None
+            and method in _RETRIED_METHODS
+            and result.get("resultType") == "input_required"
+            and rounds < self.max_input_rounds
+        ):
+            rounds += 1
+            retry = {k: v for k, v in full_params.items() if k not in _ROUND_KEYS}
+            retry["inputResponses"] = await self._answer(result.get("inputRequests") or {})
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+            result = await self._send(method, retry)
+        return result
+
+    async def _send(self, method: str, params: JSONDict) -> JSONDict:
+        message = {"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params}
         response = await self.connection.request(message)
         if "error" in response:
             error = response["error"]
             raise MCPError(error.get("message", ""), code=error.get("code"), data=error.get("data"))
         return response["result"]  # type: ignore[no-any-return]
+
+    async def _answer(self, requests: JSONDict) -> JSONDict:
+        """The ``inputResponses`` for one round, every question asked at once."""
+        assert self.on_input is not None
+        keys = list(requests)
+        answers = await asyncio.gather(
+            *(self.on_input(requests[k]["method"], requests[k].get("params") or {}) for k in keys)
+        )
+        return dict(zip(keys, answers, strict=True))
 
     async def notify(self, method: str, params: JSONDict | None = None) -> None:
         message: JSONDict = {"jsonrpc": "2.0", "method": method}
