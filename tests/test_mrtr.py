@@ -26,6 +26,15 @@ from mcpserve.server.rounds import InputRequired, NeedInput
 FORM = {"elicitation": {"form": {}}}
 EVERYTHING = {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}}
 
+
+def meta_with(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "mrtr-test", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    }
+
+
 ALICE = {"action": "accept", "content": {"name": "Alice"}}
 SAMPLED = {
     "role": "assistant",
@@ -110,6 +119,43 @@ async def test_first_call_of_an_eliciting_tool_is_input_required_with_the_keyed_
             },
         }
     }
+
+
+async def test_a_model_schema_is_built_once_and_each_result_gets_its_own_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mcpserve.server.input_requests as input_requests
+
+    built: list[Any] = []
+    real = input_requests.type_schema
+
+    def counting(tp: Any, **options: Any) -> dict[str, Any]:
+        built.append(tp)
+        return real(tp, **options)
+
+    monkeypatch.setattr(input_requests, "type_schema", counting)
+
+    class Nickname(BaseModel):  # a model no other test has asked with
+        nickname: str
+
+    server = Server("once")
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Nickname?", Nickname, key="nick")
+        return answer.data.nickname
+
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "ask", "arguments": {}, "_meta": meta_with(FORM)}}  # fmt: skip
+    schemas = []
+    for _ in range(3):
+        response = await server.handle(message)
+        assert response is not None
+        schemas.append(response["result"]["inputRequests"]["nick"]["params"]["requestedSchema"])
+    assert built == [Nickname]
+    schemas[0]["properties"]["nickname"]["type"] = "edited by a middleware"
+    assert schemas[1]["properties"]["nickname"] == {"type": "string"}
+    assert schemas[1] is not schemas[2]
 
 
 async def test_input_required_result_carries_a_non_empty_string_request_state(connect):

@@ -12,14 +12,22 @@ the right shape reads as *no answer*, so the server asks again instead of failin
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
 import pydantic
 
 from .content import to_block
 from .rounds import MISSING
 from .schema import type_schema
+
+
+@functools.lru_cache(maxsize=256)
+def _model_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    # Generating a JSON Schema costs far more than the rest of a request: once per model.
+    return type_schema(model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +96,7 @@ class Elicit:
             return {"type": "object", "properties": {}}
         if isinstance(self.schema, dict):
             return self.schema
-        return type_schema(self.schema)
+        return _model_schema(self.schema)
 
     def to_wire(self) -> dict[str, Any]:
         params: dict[str, Any] = {"mode": "form", "message": self.message}
@@ -96,7 +104,8 @@ class Elicit:
             params["mode"] = "url"
             params["url"] = self.url
         else:
-            params["requestedSchema"] = self._json_schema()
+            # A copy: whoever handles the result may edit it; the cached schema stays put.
+            params["requestedSchema"] = orjson.loads(orjson.dumps(self._json_schema()))
         return {"method": "elicitation/create", "params": params}
 
     def required_capabilities(self) -> dict[str, Any]:
