@@ -666,3 +666,33 @@ def test_stdout_redirected_to_a_regular_file(tmp_path: Path) -> None:
 def test_stdin_and_stdout_are_pipes_baseline(tmp_path: Path) -> None:
     messages = _run_with_files(tmp_path, stdin_file=False, stdout_file=False)
     assert text_of(messages[0]) == "from a file"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="F_SETPIPE_SZ is Linux's")
+def test_stdio_pipes_are_widened_so_big_answers_leave_in_one_write() -> None:
+    import fcntl
+
+    f_getpipe_sz = 1032
+    process = subprocess.Popen(
+        [sys.executable, str(BASIC)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=child_env(),
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        before = fcntl.fcntl(process.stdout.fileno(), f_getpipe_sz)
+        process.stdin.write(encode(call(1, "echo", {"text": "hi"})) + b"\n")
+        process.stdin.flush()
+        assert check_line(process.stdout.readline())["id"] == 1
+        assert fcntl.fcntl(process.stdout.fileno(), f_getpipe_sz) == 1 << 20 > before
+        assert fcntl.fcntl(process.stdin.fileno(), f_getpipe_sz) == 1 << 20
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
