@@ -13,7 +13,9 @@
 
 Decorators work bare or with options and return the registered record (a :class:`Tool`,
 :class:`Resource`, ...), which stays callable like the original function. Registration is
-where all the work happens: schemas, validators and list entries are built once.
+where all the work happens: schemas, validators and list entries are built once. The
+registering methods live in :mod:`.registering`; this module has the rest: the method
+table and middleware, answering, the lifespan and serving.
 """
 
 from __future__ import annotations
@@ -22,21 +24,20 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Request, Send
 from ..protocol.jsonrpc import JSONDict
 from .bus import SubscriptionBus, bus_from_url, resource_updated
-from .completions import Completer
 from .context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, custom_method
 from .legacy import Legacy
 from .methods import method_table, tool_arguments
 from .middleware import MethodHandler, Middleware, compose
-from .prompts import Prompt
+from .registering import Registering
 from .registry import Registry
-from .resources import CachePolicy, Resource, ResourceTemplate, build_resource
+from .resources import CachePolicy
 from .subscriptions import Subscriptions
 from .tools import Tool
 
@@ -50,7 +51,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 
 
-class Server:
+class Server(Registering):
     """An MCP server: what it offers, and how it answers."""
 
     def __init__(
@@ -121,159 +122,7 @@ class Server:
         self._state_options = (state_keys, state_ttl_seconds, max_input_rounds)
         self._state_sealer: StateSealer | None = None
 
-    # -- registration ------------------------------------------------------------------------
-
-    @overload
-    def tool(self, fn: F, /) -> Tool: ...
-    @overload
-    def tool(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
-        blocking: bool | None = None,
-        requires: dict[str, Any] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-    ) -> Callable[[F], Tool]: ...
-    def tool(self, fn: F | None = None, /, **options: Any) -> Tool | Callable[[F], Tool]:
-        """Register a function as a tool; its type hints become the ``inputSchema``."""
-
-        def register(fn: F) -> Tool:
-            tool = Tool.from_function(fn, pool=self.thread_pool, **options)
-            self.registry.add_tool(tool)
-            return tool
-
-        return register(fn) if fn is not None else register
-
-    def add_tool(
-        self, fn: Callable[..., Any] | Tool, *, replace: bool = False, **options: Any
-    ) -> Tool:
-        """Register a tool at any time, e.g. while serving."""
-        tool = (
-            fn if isinstance(fn, Tool) else Tool.from_function(fn, pool=self.thread_pool, **options)
-        )
-        self.registry.add_tool(tool, replace=replace)
-        return tool
-
-    def remove_tool(self, name: str) -> Tool:
-        return self.registry.remove_tool(name)
-
-    def add_prompt(
-        self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any
-    ) -> Prompt:
-        """Register a prompt at any time, e.g. while serving."""
-        prompt = (
-            fn
-            if isinstance(fn, Prompt)
-            else Prompt.from_function(fn, pool=self.thread_pool, **options)
-        )
-        self.registry.add_prompt(prompt, replace=replace)
-        return prompt
-
-    def add_resource(
-        self, uri: str, fn: Callable[..., Any], *, replace: bool = False, **options: Any
-    ) -> Resource | ResourceTemplate:
-        """Register a resource or template at any time, e.g. while serving."""
-        resource = build_resource(uri, fn, pool=self.thread_pool, **options)
-        self.registry.add_resource(resource, replace=replace)
-        return resource
-
-    def enable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
-        """Switch a registered tool, prompt or resource (URI or template) back on."""
-        self.registry.set_enabled(kind, key, True)
-
-    def disable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
-        """Hide a tool, prompt or resource from lists and calls, without unregistering it."""
-        self.registry.set_enabled(kind, key, False)
-
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        annotations: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        blocking: bool | None = None,
-        cache: CachePolicy | None = None,
-    ) -> Callable[[F], Resource | ResourceTemplate]:
-        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
-
-        def register(fn: F) -> Resource | ResourceTemplate:
-            resource = build_resource(
-                uri, fn, pool=self.thread_pool, name=name, title=title,
-                description=description, mime_type=mime_type, size=size, icons=icons,
-                annotations=annotations, meta=meta, blocking=blocking, cache=cache,
-            )  # fmt: skip
-            self.registry.add_resource(resource)
-            return resource
-
-        return register
-
-    def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
-        return self.registry.remove_resource(uri_or_template)
-
-    @overload
-    def prompt(self, fn: F, /) -> Prompt: ...
-    @overload
-    def prompt(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
-        blocking: bool | None = None,
-    ) -> Callable[[F], Prompt]: ...
-    def prompt(self, fn: F | None = None, /, **options: Any) -> Prompt | Callable[[F], Prompt]:
-        """Register a function as a prompt; its parameters are the prompt's arguments."""
-
-        def register(fn: F) -> Prompt:
-            prompt = Prompt.from_function(fn, pool=self.thread_pool, **options)
-            self.registry.add_prompt(prompt)
-            return prompt
-
-        return register(fn) if fn is not None else register
-
-    def remove_prompt(self, name: str) -> Prompt:
-        return self.registry.remove_prompt(name)
-
-    def completion(
-        self,
-        *,
-        argument: str,
-        prompt: str | None = None,
-        resource: str | None = None,
-        blocking: bool | None = None,
-    ) -> Callable[[F], F]:
-        """Register completions for a prompt argument or a resource template variable."""
-        if (prompt is None) == (resource is None):
-            raise TypeError("completion() takes exactly one of prompt= or resource=")
-
-        def register(fn: F) -> F:
-            completer = Completer.from_function(fn, pool=self.thread_pool, blocking=blocking)
-            if prompt is not None:
-                self.registry.add_completer(("ref/prompt", prompt, argument), completer)
-            else:
-                assert resource is not None
-                self.registry.add_completer(("ref/resource", resource, argument), completer)
-            return fn
-
-        return register
+    # -- custom methods and middleware ------------------------------------------------------
 
     def method(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
         """Register a handler for a custom JSON-RPC method (use a namespaced name).
@@ -409,14 +258,6 @@ class Server:
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell listeners subscribed to ``uri`` (or a parent of it), in every process."""
         await self.subscriptions.publish_now(resource_updated(uri))
-
-    def thread_pool(self) -> ThreadPoolExecutor:
-        """The bounded pool that runs ``blocking`` handlers, created on first use."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor  # with the first blocking call
-
-            self._pool = ThreadPoolExecutor(self._max_threads, thread_name_prefix="mcpserve")
-        return self._pool
 
     # -- running -----------------------------------------------------------------------------
 
