@@ -306,10 +306,11 @@ def header_annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """``(property, header, type)`` per ``x-mcp-header`` annotation, after checking every T21
     rule (raises :class:`ValueError` naming the property and the broken rule)."""
     try:
-        if _ANNOTATION_BYTES not in orjson.dumps(schema):
-            return []  # the common case, found without walking the schema
+        encoded: bytes | None = orjson.dumps(schema)
     except (orjson.JSONEncodeError, TypeError):
-        pass  # not plain JSON (a user's hand-written schema): walk it
+        encoded = None  # not plain JSON (a user's hand-written schema): walk it
+    if encoded is not None and _ANNOTATION_BYTES not in encoded:
+        return []  # the common case, found without walking the schema
     return _annotations(schema)
 
 
