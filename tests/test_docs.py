@@ -20,6 +20,7 @@ async def test_tutorial_server_runs_as_written() -> None:
     try:
         exec(compile(python_blocks(DOCS / "tutorial.md"), "tutorial.md", "exec"), vars(module))
         await module.try_it()
+        await module.try_it_like_a_user()
     finally:
         del sys.modules["bookshelf"]
 
