@@ -20,15 +20,14 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+from mcpserve.server.json_schema import clean_schema, type_schema
 from mcpserve.server.schema import (
     ArgumentSpec,
     Header,
     OutputSpec,
-    clean_schema,
     inspect_arguments,
     inspect_output,
     parse_docstring,
-    type_schema,
 )
 
 # --------------------------------------------------------------------------- fixtures

@@ -20,8 +20,8 @@ import orjson
 import pydantic
 
 from .content import to_block
+from .json_schema import type_schema
 from .rounds import MISSING
-from .schema import type_schema
 
 
 @functools.lru_cache(maxsize=256)

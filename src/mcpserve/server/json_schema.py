@@ -1,0 +1,157 @@
+"""JSON Schema 2020-12 from pydantic, cleaned for MCP clients.
+
+Schemas come from pydantic's generator with :class:`CleanJsonSchemaGenerator`, which never
+invents titles from field or class names but keeps the ones users set, and then go through
+:func:`clean_schema`:
+
+* ``$ref``s are inlined and ``$defs`` dropped, because several MCP clients ignore ``$defs``.
+  Recursive definitions cannot be inlined, so those alone stay in ``$defs``.
+* ``Optional[X]`` becomes ``{"type": [t, "null"], ...}`` when ``X`` is *flat*: one string
+  ``type`` and no ``enum``, ``const`` or subschemas. Every other keyword of a flat schema only
+  constrains values of type ``t``, so the rewrite is exact and reads better. Anything richer
+  (objects, arrays, enums, literals) stays ``{"anyOf": [X, {"type": "null"}]}``; there the
+  type-list form would be wrong (``enum`` would still reject ``null``) or harder to read.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+from pydantic import TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue, JsonSchemaWarningKind
+
+_CLASS_SCHEMAS = frozenset({"model", "dataclass", "typed-dict", "enum"})
+_NULL: dict[str, Any] = {"type": "null"}
+_DEF_PREFIX = "#/$defs/"
+_SUBSCHEMA = frozenset(
+    {"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"}
+    | {"unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+)
+_SUBSCHEMA_LIST = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SUBSCHEMA_MAP = frozenset({"properties", "patternProperties", "dependentSchemas"})
+# Keywords that restrict values beyond "type" or nest schemas: "null" cannot join such a type.
+_NOT_FLAT = _SUBSCHEMA | _SUBSCHEMA_LIST | _SUBSCHEMA_MAP | {"$ref", "$defs", "enum", "const"}
+
+
+class CleanJsonSchemaGenerator(GenerateJsonSchema):
+    """Pydantic's generator minus the titles it derives from field and class names."""
+
+    # A sentinel default (``_MISSING = object()``) is a normal Python idiom: leave it out of the
+    # schema quietly instead of warning at every registration. (Declared as in the base class.)
+    ignored_warning_kinds: set[JsonSchemaWarningKind] = {  # noqa: RUF012
+        "skipped-choice",
+        "non-serializable-default",
+    }
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def generate_inner(self, schema: Any) -> JsonSchemaValue:
+        result = super().generate_inner(schema)
+        # Class titles are added after the type-specific method returns (for enums by a hook
+        # that edits the stored definition), so they are removed here, from the definition.
+        if schema.get("type") in _CLASS_SCHEMAS and (cls := schema.get("cls")) is not None:
+            ref = result.get("$ref")
+            target = self.get_schema_from_definitions(JsonRef(ref)) if ref else result
+            config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", {})
+            explicit = isinstance(config, Mapping) and (
+                config.get("title") is not None or config.get("model_title_generator") is not None
+            )
+            if target is not None and not explicit and target.get("title") == cls.__name__:
+                del target["title"]
+        return result
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline ``$ref``s (keeping ``$defs`` only for recursive definitions) and collapse
+    ``Optional`` of flat schemas into a ``type`` list. Returns a new dict and leaves the input
+    alone. Titles are the generator's business: see :class:`CleanJsonSchemaGenerator`."""
+    defs: dict[str, Any] = schema.get("$defs") or {}
+    recursive = _recursive_defs(defs)
+
+    def walk(node: Any, *, inline_recursive: bool = False) -> Any:
+        if not isinstance(node, dict):
+            return copy.deepcopy(node)
+        out: dict[str, Any] = {}
+        # Only descend where the keyword holds schemas, so that a property *named* "$ref" or
+        # a default value shaped like a schema is never mistaken for one.
+        for key, value in node.items():
+            if key in _SUBSCHEMA:
+                out[key] = walk(value)
+            elif key in _SUBSCHEMA_LIST and isinstance(value, list):
+                out[key] = [walk(item) for item in value]
+            elif key in _SUBSCHEMA_MAP and isinstance(value, dict):
+                out[key] = {name: walk(item) for name, item in value.items()}
+            elif key != "$defs":
+                out[key] = copy.deepcopy(value)
+        name = _def_name(out.get("$ref"))
+        if name in defs and (inline_recursive or name not in recursive):
+            del out["$ref"]
+            # Keys beside the $ref (a field's description, default or title) are more specific
+            # than the definition's, so they win.
+            out = {**walk(defs[name]), **out}
+        return _collapse_nullable(out)
+
+    # A recursive root is unfolded once so that the root still says "type": "object"; its
+    # inner references keep pointing into the retained $defs.
+    result = cast(dict[str, Any], walk(schema, inline_recursive=True))
+    if kept := {name: walk(body) for name, body in defs.items() if name in recursive}:
+        result["$defs"] = kept
+    return result
+
+
+def _def_name(ref: Any) -> str | None:
+    if isinstance(ref, str) and ref.startswith(_DEF_PREFIX):
+        return ref[len(_DEF_PREFIX) :]
+    return None
+
+
+def _refs_in(node: Any) -> set[str]:
+    if isinstance(node, list):
+        return set().union(*map(_refs_in, node))
+    if not isinstance(node, dict):
+        return set()
+    found: set[str] = set().union(*map(_refs_in, node.values()))
+    if (name := _def_name(node.get("$ref"))) is not None:
+        found.add(name)
+    return found
+
+
+def _recursive_defs(defs: Mapping[str, Any]) -> set[str]:
+    """Definitions that can reach themselves through ``$ref``s."""
+    edges = {name: _refs_in(body) for name, body in defs.items()}
+    recursive: set[str] = set()
+    for start in defs:
+        seen: set[str] = set()
+        pending = list(edges[start])
+        while pending and start not in seen:
+            name = pending.pop()
+            if name not in seen:
+                seen.add(name)
+                pending.extend(edges.get(name, ()))
+        if start in seen:
+            recursive.add(start)
+    return recursive
+
+
+def _collapse_nullable(node: dict[str, Any]) -> dict[str, Any]:
+    branches = node.get("anyOf")
+    if not (isinstance(branches, list) and len(branches) == 2 and _NULL in branches):
+        return node
+    other = branches[1] if branches[0] == _NULL else branches[0]
+    if not (isinstance(other, dict) and isinstance(other.get("type"), str)):
+        return node
+    if other["type"] == "null" or not other.keys().isdisjoint(_NOT_FLAT):
+        return node
+    rest = {key: value for key, value in node.items() if key != "anyOf"}
+    return {**other, **rest, "type": [other["type"], "null"]}
+
+
+def type_schema(
+    tp: Any, *, mode: Literal["validation", "serialization"] = "validation"
+) -> dict[str, Any]:
+    """The cleaned, title-free JSON Schema of any type pydantic understands."""
+    adapter: TypeAdapter[Any] = TypeAdapter(tp)
+    return clean_schema(adapter.json_schema(mode=mode, schema_generator=CleanJsonSchemaGenerator))
