@@ -17,10 +17,18 @@ from mcpserve.protocol.http_headers import (
     check_routing_headers,
     decode_header_value,
     header_annotations,
-    header_params_from_schema,
     name_for,
-    property_types_from_schema,
 )
+
+
+def header_params(schema: Any) -> dict[str, str]:
+    """``{property: header name}`` from a tool's x-mcp-header annotations."""
+    return {prop: header for prop, header, _ in header_annotations(schema)}
+
+
+def property_types(schema: Any) -> dict[str, str]:
+    return {prop: kind for prop, _, kind in header_annotations(schema)}
+
 
 VERSION = "2026-07-28"
 META = {
@@ -117,8 +125,8 @@ def check_p(body_value: str, header_value: str | None) -> None:
     check_param_headers(
         sent,
         {"p": body_value, "other": 0},
-        header_params_from_schema(SCHEMA_P),
-        property_types_from_schema(SCHEMA_P),
+        header_params(SCHEMA_P),
+        property_types(SCHEMA_P),
     )
 
 
@@ -166,8 +174,8 @@ def check_sql(sent: dict[str, str], message: dict[str, Any]) -> None:
     check_param_headers(
         sent,
         message["params"]["arguments"],
-        header_params_from_schema(SQL_SCHEMA),
-        property_types_from_schema(SQL_SCHEMA),
+        header_params(SQL_SCHEMA),
+        property_types(SQL_SCHEMA),
     )
 
 
@@ -413,8 +421,8 @@ def check_typed(arguments: dict[str, Any] | None, sent: dict[str, str]) -> None:
     check_param_headers(
         sent,
         arguments,
-        header_params_from_schema(TYPED_SCHEMA),
-        property_types_from_schema(TYPED_SCHEMA),
+        header_params(TYPED_SCHEMA),
+        property_types(TYPED_SCHEMA),
     )
 
 
@@ -512,28 +520,28 @@ def schema_with(prop: dict[str, Any], **more: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("kind", ["string", "integer", "boolean"])
 def test_primitive_properties_may_carry_an_annotation(kind: str) -> None:
     schema = schema_with({"type": kind, "x-mcp-header": "P"})
-    assert header_params_from_schema(schema) == {"p": "P"}
-    assert property_types_from_schema(schema) == {"p": kind}
+    assert header_params(schema) == {"p": "P"}
+    assert property_types(schema) == {"p": kind}
 
 
 def test_several_annotations_and_plain_properties_are_mapped() -> None:
-    assert header_params_from_schema(TYPED_SCHEMA) == {
+    assert header_params(TYPED_SCHEMA) == {
         "count": "Count",
         "flag": "Flag",
         "text": "Text",
     }
-    assert header_params_from_schema(SQL_SCHEMA) == {"region": "Region"}
-    assert property_types_from_schema(SQL_SCHEMA) == {"region": "string"}
+    assert header_params(SQL_SCHEMA) == {"region": "Region"}
+    assert property_types(SQL_SCHEMA) == {"region": "string"}
 
 
 @pytest.mark.parametrize("name", ["Method", "Name", "X", "a1!#$%&'*+-.^_`|~"])
 def test_any_token_is_allowed_including_standard_header_names(name: str) -> None:
-    assert header_params_from_schema(schema_with({"type": "string", "x-mcp-header": name}))
+    assert header_params(schema_with({"type": "string", "x-mcp-header": name}))
 
 
 def test_schemas_without_annotations_give_nothing() -> None:
-    assert header_params_from_schema({"type": "object"}) == {}
-    assert header_params_from_schema({"type": "object", "properties": {"a": True}}) == {}
+    assert header_params({"type": "object"}) == {}
+    assert header_params({"type": "object", "properties": {"a": True}}) == {}
 
 
 def test_a_property_named_x_mcp_header_or_data_containing_it_is_not_an_annotation() -> None:
@@ -548,7 +556,7 @@ def test_a_property_named_x_mcp_header_or_data_containing_it_is_not_an_annotatio
             },
         },
     }
-    assert header_params_from_schema(schema) == {}
+    assert header_params(schema) == {}
 
 
 @pytest.mark.parametrize(
@@ -567,7 +575,7 @@ def test_a_property_named_x_mcp_header_or_data_containing_it_is_not_an_annotatio
 )
 def test_invalid_header_names_are_refused_naming_property_and_rule(value: Any, rule: str) -> None:
     with pytest.raises(ValueError, match="property 'p'") as info:
-        header_params_from_schema(schema_with({"type": "string", "x-mcp-header": value}))
+        header_params(schema_with({"type": "string", "x-mcp-header": value}))
     assert rule in str(info.value)
 
 
@@ -581,7 +589,7 @@ def test_duplicate_header_names_are_refused_case_insensitively(second: str) -> N
         },
     }
     with pytest.raises(ValueError, match="duplicates the header name used by property 'a'"):
-        header_params_from_schema(schema)
+        header_params(schema)
 
 
 @pytest.mark.parametrize(
@@ -600,7 +608,7 @@ def test_duplicate_header_names_are_refused_case_insensitively(second: str) -> N
 )
 def test_non_primitive_or_untyped_properties_are_refused(prop: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"property 'p' requires \"type\""):
-        header_params_from_schema(schema_with({**prop, "x-mcp-header": "P"}))
+        header_params(schema_with({**prop, "x-mcp-header": "P"}))
 
 
 NESTED = {"type": "string", "x-mcp-header": "Deep"}
@@ -634,20 +642,20 @@ def test_annotations_below_a_top_level_property_are_refused(
     schema: dict[str, Any], where: str
 ) -> None:
     with pytest.raises(ValueError, match="x-mcp-header") as info:
-        header_params_from_schema(schema)
+        header_params(schema)
     assert where in str(info.value)
 
 
 def test_property_types_apply_the_same_rules() -> None:
     with pytest.raises(ValueError, match="number"):
-        property_types_from_schema(schema_with({"type": "number", "x-mcp-header": "P"}))
+        property_types(schema_with({"type": "number", "x-mcp-header": "P"}))
 
 
 def test_deeply_nested_schema_does_not_hit_the_recursion_limit() -> None:
     node: dict[str, Any] = {"type": "string"}
     for _ in range(5000):
         node = {"type": "array", "items": node}
-    assert header_params_from_schema(schema_with(node)) == {}
+    assert header_params(schema_with(node)) == {}
 
 
 def test_the_annotation_named_only_in_text_is_not_an_annotation() -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .transports.stdio import DEFAULT_SHUTDOWN_GRACE
+
 _ENV_TARGET = "MCPSERVE_WORKER_TARGET"
 _ENV_PATH = "MCPSERVE_WORKER_PATH"
 _ENV_HOST = "MCPSERVE_WORKER_HOST"
@@ -81,7 +83,7 @@ def main() -> None:
 )
 @click.option(
     "--shutdown-grace",
-    default=5.0,
+    default=DEFAULT_SHUTDOWN_GRACE,
     show_default=True,
     type=click.FloatRange(0),
     help="stdio: seconds requests still running when stdin closes get to answer.",

@@ -289,19 +289,6 @@ def _check_method(
 # --------------------------------------------------------------------------- x-mcp-header
 
 
-def header_params_from_schema(input_schema: Mapping[str, Any]) -> dict[str, str]:
-    """Validate a tool's ``x-mcp-header`` annotations; return ``{property: header name}``.
-
-    Raises :class:`ValueError` naming the property and the broken rule.
-    """
-    return {prop: header for prop, header, _ in header_annotations(input_schema)}
-
-
-def property_types_from_schema(input_schema: Mapping[str, Any]) -> dict[str, str]:
-    """``{property: "string" | "integer" | "boolean"}`` for the annotated properties."""
-    return {prop: kind for prop, _, kind in header_annotations(input_schema)}
-
-
 def header_annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """``(property, header, type)`` per ``x-mcp-header`` annotation, after checking every T21
     rule (raises :class:`ValueError` naming the property and the broken rule)."""
