@@ -60,6 +60,9 @@ LAZY_MODULES = (
     "mcpserve.server.redis_bus",
     "mcpserve.server.uri_template",  # only for resource templates
     "mcpserve.server.input_requests",  # only for servers that ask the client for input
+    "mcpserve.server.media",  # only for tools and prompts that return images, audio, links
+    "mcpserve.server.prompts",  # only for servers with prompts
+    "mcpserve.server.completions",  # only for servers that complete arguments
     "concurrent.futures.thread",  # the pool starts with the first blocking handler
 )
 
@@ -103,7 +106,13 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
 
 @pytest.mark.parametrize(
     ("name", "module"),
-    [("Client", "mcpserve.client.client"), ("Elicit", "mcpserve.server.input_requests")],
+    [
+        ("Client", "mcpserve.client.client"),
+        ("Elicit", "mcpserve.server.input_requests"),
+        ("Image", "mcpserve.server.media"),
+        ("Message", "mcpserve.server.prompts"),
+        ("Completion", "mcpserve.server.completions"),
+    ],
 )
 def test_lazy_names_load_on_first_use(name: str, module: str) -> None:
     assert module in _modules_after(f"from mcpserve import {name}")

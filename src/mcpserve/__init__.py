@@ -25,17 +25,10 @@ from .protocol.errors import MethodNotFound as MethodNotFound
 from .protocol.errors import MissingClientCapability as MissingClientCapability
 from .protocol.errors import ResourceNotFound as ResourceNotFound
 from .protocol.errors import ToolError as ToolError
-from .server.completions import Completion as Completion
-from .server.content import Audio as Audio
-from .server.content import EmbeddedResource as EmbeddedResource
-from .server.content import Image as Image
-from .server.content import ResourceLink as ResourceLink
 from .server.context import Context as Context
 from .server.handlers import blocking as blocking
 from .server.middleware import CallNext as CallNext
 from .server.middleware import Middleware as Middleware
-from .server.prompts import Message as Message
-from .server.prompts import Prompt as Prompt
 from .server.resources import CachePolicy as CachePolicy
 from .server.resources import Contents as Contents
 from .server.resources import Resource as Resource
@@ -48,23 +41,38 @@ from .server.tools import ToolResult as ToolResult
 
 if typing.TYPE_CHECKING:
     from .client.client import Client as Client
+    from .server.completions import Completion as Completion
     from .server.input_requests import Elicit as Elicit
     from .server.input_requests import ElicitResult as ElicitResult
     from .server.input_requests import ListRoots as ListRoots
     from .server.input_requests import Root as Root
     from .server.input_requests import Sample as Sample
     from .server.input_requests import SampleResult as SampleResult
+    from .server.media import Audio as Audio
+    from .server.media import EmbeddedResource as EmbeddedResource
+    from .server.media import Image as Image
+    from .server.media import ResourceLink as ResourceLink
+    from .server.prompts import Message as Message
+    from .server.prompts import Prompt as Prompt
 
 __version__ = "0.1.0"
 
 
 #: Public names whose modules load on first use: a server that never needs them (most
-#: never run a client, many never ask the client for input) does not pay for importing them.
+#: never run a client, many have no prompts, never ask the client for input or return
+#: images) does not pay for importing them.
 _LAZY = {
+    "Audio": "server.media",
     "Client": "client.client",
+    "Completion": "server.completions",
+    "EmbeddedResource": "server.media",
     "Elicit": "server.input_requests",
     "ElicitResult": "server.input_requests",
+    "Image": "server.media",
     "ListRoots": "server.input_requests",
+    "Message": "server.prompts",
+    "Prompt": "server.prompts",
+    "ResourceLink": "server.media",
     "Root": "server.input_requests",
     "Sample": "server.input_requests",
     "SampleResult": "server.input_requests",

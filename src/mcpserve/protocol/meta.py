@@ -7,7 +7,6 @@ and live exactly as long as it does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import constants as c
@@ -22,15 +21,41 @@ class InvalidMeta(InvalidParams):
     """
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass pays setattr per field, per request
 class RequestMeta:
-    protocol_version: str
-    client_capabilities: dict[str, Any]
-    client_info: dict[str, Any] | None = None
-    log_level: str | None = None
-    progress_token: str | int | None = None
-    trace: dict[str, str] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
+    """What ``params._meta`` said, read once per request (built by :func:`read_meta`)."""
+
+    # A plain class: one is built per request, and a dataclass would only add generated
+    # methods nobody calls (and their cost at import).
+    __slots__ = (
+        "client_capabilities",
+        "client_info",
+        "log_level",
+        "progress_token",
+        "protocol_version",
+        "raw",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        protocol_version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None = None,
+        log_level: str | None = None,
+        progress_token: str | int | None = None,
+        trace: dict[str, str] | None = None,
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        self.protocol_version = protocol_version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.log_level = log_level
+        self.progress_token = progress_token
+        self.trace: dict[str, str] = {} if trace is None else trace
+        self.raw: dict[str, Any] = {} if raw is None else raw
+
+    def __repr__(self) -> str:
+        return f"RequestMeta(protocol_version={self.protocol_version!r})"
 
 
 def read_meta(params: dict[str, Any] | None) -> RequestMeta:

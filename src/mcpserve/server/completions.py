@@ -37,13 +37,28 @@ class Completion:
     has_more: bool | None = None
 
 
-@dataclass(eq=False, slots=True)
 class Completer:
-    fn: Callable[..., Any]
-    invoke: Invoker
-    value_param: str
-    arguments_param: str | None
-    context_param: str | None
+    """A registered completion function, with how to call it."""
+
+    # A plain class, like the other registrations (see :class:`~.tools.Tool`).
+    __slots__ = ("arguments_param", "context_param", "fn", "invoke", "value_param")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        invoke: Invoker,
+        value_param: str,
+        arguments_param: str | None,
+        context_param: str | None,
+    ) -> None:
+        self.fn = fn
+        self.invoke = invoke
+        self.value_param = value_param
+        self.arguments_param = arguments_param
+        self.context_param = context_param
+
+    def __repr__(self) -> str:
+        return f"Completer(fn={self.fn!r})"
 
     @classmethod
     def from_function(

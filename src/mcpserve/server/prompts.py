@@ -63,15 +63,28 @@ def to_messages(value: Any) -> dict[str, Any]:
     return {"messages": messages}
 
 
-@dataclass(eq=False, slots=True)
 class Prompt:
     """A registered prompt. Build one with ``@server.prompt``."""
 
-    name: str
-    fn: Callable[..., Any]
-    arguments: ArgumentSpec
-    invoke: Invoker
-    wire: dict[str, Any]
+    # A plain class, like the other registrations (see :class:`~.tools.Tool`).
+    __slots__ = ("arguments", "fn", "invoke", "name", "wire")
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        arguments: ArgumentSpec,
+        invoke: Invoker,
+        wire: dict[str, Any],
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.arguments = arguments
+        self.invoke = invoke
+        self.wire = wire
+
+    def __repr__(self) -> str:
+        return f"Prompt(name={self.name!r}, fn={self.fn!r})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not registered."""

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from .completions import Completer
-from .prompts import Prompt
 from .registry import Registry
 from .resources import CachePolicy, Resource, ResourceTemplate, build_resource
 from .tools import Tool
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+
+    from .prompts import Prompt
+
+# Prompts and completions load with the first one registered: a tools-only server (the
+# commonest kind, and the one spawned on demand over stdio) does not import them.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +78,8 @@ class Registering:
         self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any
     ) -> Prompt:
         """Register a prompt at any time, e.g. while serving."""
+        from .prompts import Prompt
+
         prompt = (
             fn
             if isinstance(fn, Prompt)
@@ -149,6 +154,8 @@ class Registering:
         """Register a function as a prompt; its parameters are the prompt's arguments."""
 
         def register(fn: F) -> Prompt:
+            from .prompts import Prompt
+
             prompt = Prompt.from_function(fn, pool=self.thread_pool, **options)
             self.registry.add_prompt(prompt)
             return prompt
@@ -171,6 +178,8 @@ class Registering:
             raise TypeError("completion() takes exactly one of prompt= or resource=")
 
         def register(fn: F) -> F:
+            from .completions import Completer
+
             completer = Completer.from_function(fn, pool=self.thread_pool, blocking=blocking)
             if prompt is not None:
                 self.registry.add_completer(("ref/prompt", prompt, argument), completer)

@@ -9,12 +9,14 @@ clients (and caches keyed on ``version`` know to rebuild).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .completions import Completer
-from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from .completions import Completer
+    from .prompts import Prompt
 
 T = TypeVar("T")
 ListKind = Literal["tools", "resources", "prompts"]

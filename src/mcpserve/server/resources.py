@@ -119,17 +119,32 @@ def _metadata(
     return wire
 
 
-@dataclass(eq=False, slots=True)
 class Resource:
     """A resource at one fixed URI."""
 
-    uri: str
-    fn: Callable[..., Any]
-    invoke: Invoker
-    context_param: str | None
-    wire: dict[str, Any]
-    mime_type: str | None = None
-    cache: CachePolicy | None = None
+    # Plain classes, like the other registrations (see :class:`~.tools.Tool`).
+    __slots__ = ("cache", "context_param", "fn", "invoke", "mime_type", "uri", "wire")
+
+    def __init__(
+        self,
+        uri: str,
+        fn: Callable[..., Any],
+        invoke: Invoker,
+        context_param: str | None,
+        wire: dict[str, Any],
+        mime_type: str | None = None,
+        cache: CachePolicy | None = None,
+    ) -> None:
+        self.uri = uri
+        self.fn = fn
+        self.invoke = invoke
+        self.context_param = context_param
+        self.wire = wire
+        self.mime_type = mime_type
+        self.cache = cache
+
+    def __repr__(self) -> str:
+        return f"Resource(uri={self.uri!r}, fn={self.fn!r})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not registered."""
@@ -144,17 +159,31 @@ class Resource:
         return await _read(self.invoke, kwargs, uri, self.mime_type, ctx)
 
 
-@dataclass(eq=False, slots=True)
 class ResourceTemplate:
     """A family of resources described by an RFC 6570 URI template."""
 
-    template: URITemplate
-    fn: Callable[..., Any]
-    invoke: Invoker
-    arguments: ArgumentSpec
-    wire: dict[str, Any]
-    mime_type: str | None = None
-    cache: CachePolicy | None = None
+    __slots__ = ("arguments", "cache", "fn", "invoke", "mime_type", "template", "wire")
+
+    def __init__(
+        self,
+        template: URITemplate,
+        fn: Callable[..., Any],
+        invoke: Invoker,
+        arguments: ArgumentSpec,
+        wire: dict[str, Any],
+        mime_type: str | None = None,
+        cache: CachePolicy | None = None,
+    ) -> None:
+        self.template = template
+        self.fn = fn
+        self.invoke = invoke
+        self.arguments = arguments
+        self.wire = wire
+        self.mime_type = mime_type
+        self.cache = cache
+
+    def __repr__(self) -> str:
+        return f"ResourceTemplate(uriTemplate={self.wire['uriTemplate']!r}, fn={self.fn!r})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not registered."""

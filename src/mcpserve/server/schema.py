@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import collections.abc as abc
 import copy
-import dataclasses
 import functools
 import inspect
 import types
@@ -68,13 +67,23 @@ class Header:
 
 
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The function's resolved type hints (a shared dict: read it, do not change it)."""
+    global _last_hints
+    last = _last_hints
+    if last is not None and last[0] is fn:
+        return last[1]  # registration reads a function's parameters, then its return type
     target = unwrap(fn)
     if inspect.isclass(target):
         target = target.__init__
     try:
-        return typing.get_type_hints(target, include_extras=True)
+        hints = typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
         raise TypeError(f"Cannot resolve the type hints of {fn!r}: {exc}") from exc
+    _last_hints = (fn, hints)
+    return hints
+
+
+_last_hints: tuple[Callable[..., Any], dict[str, Any]] | None = None
 
 
 def _strip_annotated(tp: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -104,16 +113,49 @@ def _header_of(tp: Any) -> str | None:
     return next((meta.name for meta in metadata if isinstance(meta, Header)), None)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class ArgumentSpec:
     """What registration learned about a function's parameters."""
 
-    input_schema: dict[str, Any]
-    context_param: str | None
-    param_names: tuple[str, ...]
-    header_params: dict[str, str]
-    _validate_python: Callable[[Any], Any] = dataclasses.field(repr=False, compare=False)
-    _validate_json: Callable[[bytes], Any] | None = dataclasses.field(repr=False, compare=False)
+    # Plain classes here and in the other registration records: dataclass method generation
+    # would cost a noticeable share of a stdio server's cold start, and they need none of it.
+    __slots__ = (
+        "_validate_json",
+        "_validate_python",
+        "context_param",
+        "header_params",
+        "input_schema",
+        "param_names",
+    )
+
+    def __init__(
+        self,
+        input_schema: dict[str, Any],
+        context_param: str | None,
+        param_names: tuple[str, ...],
+        header_params: dict[str, str],
+        validate_python: Callable[[Any], Any],
+        validate_json: Callable[[bytes], Any] | None,
+    ) -> None:
+        self.input_schema = input_schema
+        self.context_param = context_param
+        self.param_names = param_names
+        self.header_params = header_params
+        self._validate_python = validate_python
+        self._validate_json = validate_json
+
+    def __repr__(self) -> str:
+        return f"ArgumentSpec(param_names={self.param_names!r})"
+
+    def with_schema(self, input_schema: dict[str, Any]) -> ArgumentSpec:
+        """The same parameters and validators, published with ``input_schema``."""
+        return ArgumentSpec(
+            input_schema,
+            self.context_param,
+            self.param_names,
+            self.header_params,
+            self._validate_python,
+            self._validate_json,
+        )
 
     def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validate and coerce; returns kwargs for the function (without the context param).
@@ -170,7 +212,7 @@ def inspect_arguments(
         key, cached = None, None
     if cached is not None:
         # Same parameters, types, defaults and descriptions: the same schema and validator.
-        return dataclasses.replace(cached, input_schema=_copy_json(cached.input_schema))
+        return cached.with_schema(_copy_json(cached.input_schema))
     spec = _build_arguments(_typed_fields(shape), headers, context_param, strict)
     if key is not None and len(_SPEC_CACHE) < _SPEC_CACHE_SIZE:
         _SPEC_CACHE[key] = spec
@@ -236,8 +278,8 @@ def _build_arguments(
         context_param=context_param,
         param_names=tuple(fields),
         header_params=headers,
-        _validate_python=adapter.validator.validate_python,
-        _validate_json=adapter.validator.validate_json if strict else None,
+        validate_python=adapter.validator.validate_python,
+        validate_json=adapter.validator.validate_json if strict else None,
     )
 
 
@@ -255,14 +297,25 @@ _SEQUENCE_ORIGINS = (list, tuple, set, frozenset, abc.Sequence, abc.Iterable, ab
 _MAPPING_ORIGINS = (dict, abc.Mapping, abc.MutableMapping)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class OutputSpec:
     """What registration learned about a function's return annotation."""
 
-    schema: dict[str, Any] | None
-    structured: bool
-    _adapter: TypeAdapter[Any] = dataclasses.field(repr=False, compare=False)
-    _check: bool = dataclasses.field(default=False, repr=False, compare=False)
+    __slots__ = ("_adapter", "_check", "schema", "structured")
+
+    def __init__(
+        self,
+        schema: dict[str, Any] | None,
+        structured: bool,
+        adapter: TypeAdapter[Any],
+        check: bool = False,
+    ) -> None:
+        self.schema = schema
+        self.structured = structured
+        self._adapter = adapter
+        self._check = check
+
+    def __repr__(self) -> str:
+        return f"OutputSpec(structured={self.structured!r}, schema={self.schema!r})"
 
     def serialize(self, value: Any) -> Any:
         """A JSON-able copy of ``value``, checked against the return annotation when that has
@@ -294,11 +347,9 @@ def inspect_output(fn: Callable[..., Any], *, content_types: tuple[type, ...] = 
     annotation = _hints(fn).get("return", types.NoneType)
     bare, _ = _strip_annotated(annotation)
     if bare in (types.NoneType, str) or (content_types and _is_content(bare, content_types)):
-        return OutputSpec(schema=None, structured=False, _adapter=_any_adapter())
+        return OutputSpec(schema=None, structured=False, adapter=_any_adapter())
     if _is_loose(bare):
-        return OutputSpec(schema=None, structured=True, _adapter=_any_adapter())
+        return OutputSpec(schema=None, structured=True, adapter=_any_adapter())
     adapter: TypeAdapter[Any] = TypeAdapter(annotation)
     generated = adapter.json_schema(mode="serialization", schema_generator=CleanJsonSchemaGenerator)
-    return OutputSpec(
-        schema=clean_schema(generated), structured=True, _adapter=adapter, _check=True
-    )
+    return OutputSpec(schema=clean_schema(generated), structured=True, adapter=adapter, check=True)

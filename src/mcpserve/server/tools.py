@@ -33,7 +33,7 @@ from ..protocol.errors import (
     new_ref,
 )
 from ..protocol.http_headers import header_annotations
-from .content import HELPER_TYPES, is_content_block, json_text, json_value, text, to_blocks
+from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .handlers import Invoker, is_synchronous, make_invoker
 from .rounds import InputRequired, NeedInput
@@ -78,23 +78,58 @@ def error_result(message: str) -> dict[str, Any]:
     return {"content": [text(message)], "isError": True}
 
 
-@dataclass(eq=False, slots=True)
 class Tool:
     """A registered tool. Build one with ``@server.tool`` or :meth:`Tool.from_function`."""
 
-    name: str
-    fn: Callable[..., Any]
-    arguments: ArgumentSpec
-    output: OutputSpec
-    invoke: Invoker
-    wire: dict[str, Any]
-    requires: dict[str, Any] | None = None
-    header_params: dict[str, str] = field(default_factory=dict)
-    header_types: dict[str, str] = field(default_factory=dict)
-    raw_schema: RawSchema | None = None
-    output_check: RawSchema | None = None
-    #: A plain function run inline: a call can never wait, so it can never be cancelled.
-    synchronous: bool = False
+    # A plain class, as are the other registrations: compared by identity, and dataclass
+    # method generation would cost a noticeable share of a stdio server's cold start.
+    __slots__ = (
+        "arguments",
+        "fn",
+        "header_params",
+        "header_types",
+        "invoke",
+        "name",
+        "output",
+        "output_check",
+        "raw_schema",
+        "requires",
+        "synchronous",
+        "wire",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fn: Callable[..., Any],
+        arguments: ArgumentSpec,
+        output: OutputSpec,
+        invoke: Invoker,
+        wire: dict[str, Any],
+        requires: dict[str, Any] | None = None,
+        header_params: dict[str, str] | None = None,
+        header_types: dict[str, str] | None = None,
+        raw_schema: RawSchema | None = None,
+        output_check: RawSchema | None = None,
+        synchronous: bool = False,
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.arguments = arguments
+        self.output = output
+        self.invoke = invoke
+        self.wire = wire
+        self.requires = requires
+        self.header_params: dict[str, str] = header_params or {}
+        self.header_types: dict[str, str] = header_types or {}
+        self.raw_schema = raw_schema
+        self.output_check = output_check
+        #: A plain function run inline: a call can never wait, so it can never be cancelled.
+        self.synchronous = synchronous
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, fn={self.fn!r})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, as if it were not registered."""
@@ -123,7 +158,7 @@ class Tool:
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
         arguments = inspect_arguments(fn, context_type=Context, strict=False)
-        output = inspect_output(fn, content_types=(*HELPER_TYPES, ToolResult))
+        output = inspect_output(fn, content_types=(ContentBlock, ToolResult))
         invoke = make_invoker(fn, blocking=blocking, pool=pool)
         schema = input_schema if input_schema is not None else arguments.input_schema
         if schema.get("type") != "object":
