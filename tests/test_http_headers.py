@@ -1,4 +1,5 @@
-"""Tests for mcpserve.protocol.http_headers (SEP-2243 header/body validation)."""
+"""Tests for mcpserve.protocol.http_headers (SEP-2243 header/body validation) and the
+x-mcp-header rules in mcpserve.protocol.header_annotations."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import pytest
 
 from mcpserve.protocol.errors import HeaderMismatch
+from mcpserve.protocol.header_annotations import header_annotations
 from mcpserve.protocol.http_headers import (
     check_header_values,
     check_name_header,
@@ -16,7 +18,6 @@ from mcpserve.protocol.http_headers import (
     check_required_headers,
     check_routing_headers,
     decode_header_value,
-    header_annotations,
     name_for,
 )
 

@@ -32,7 +32,7 @@ from ..protocol.errors import (
     ToolError,
     new_ref,
 )
-from ..protocol.http_headers import header_annotations
+from ..protocol.header_annotations import header_annotations
 from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .handlers import Invoker, is_synchronous, make_invoker
