@@ -57,6 +57,7 @@ LAZY_MODULES = (
     "mcpserve.transports",
     "mcpserve.cli",
     "mcpserve.protocol.request_state",
+    "mcpserve.protocol.http_headers",  # the per-request checks of Streamable HTTP
     "mcpserve.server.redis_bus",
     "mcpserve.server.uri_template",  # only for resource templates
     "mcpserve.server.input_requests",  # only for servers that ask the client for input
