@@ -10,7 +10,30 @@ import functools
 import inspect
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
+
+R = TypeVar("R")
+
+
+def remember_last(read: Callable[[Callable[..., Any]], R]) -> Callable[[Callable[..., Any]], R]:
+    """Keep ``read``'s answer for the last function it was asked about (by identity).
+
+    Registration reads a function's docstring and type hints more than once in a row (for
+    its parameters, its return type, its description). Only the last one is kept: nothing
+    is held for functions long registered, and unhashable callables work too.
+    """
+    last: list[Any] = [None, None]
+
+    @functools.wraps(read)
+    def remembered(fn: Callable[..., Any]) -> R:
+        seen, answer = last
+        if seen is fn:
+            return cast(R, answer)
+        answer = read(fn)
+        last[:] = [fn, answer]
+        return answer
+
+    return remembered
 
 
 def unwrap(fn: Callable[..., Any]) -> Any:
@@ -41,6 +64,7 @@ _SPHINX_PARAM = re.compile(
 )
 
 
+@remember_last
 def parse_docstring(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
     """Split a docstring into its description and per-parameter descriptions.
 

@@ -38,7 +38,7 @@ import orjson
 from pydantic import ConfigDict, TypeAdapter
 from typing_extensions import TypedDict  # pydantic rejects typing's before Python 3.12
 
-from .docstrings import parse_docstring, unwrap
+from .docstrings import parse_docstring, remember_last, unwrap
 from .json_schema import CleanJsonSchemaGenerator, clean_schema
 
 __all__ = [
@@ -66,24 +66,16 @@ class Header:
 # --------------------------------------------------------------------------- arguments
 
 
+@remember_last
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     """The function's resolved type hints (a shared dict: read it, do not change it)."""
-    global _last_hints
-    last = _last_hints
-    if last is not None and last[0] is fn:
-        return last[1]  # registration reads a function's parameters, then its return type
     target = unwrap(fn)
     if inspect.isclass(target):
         target = target.__init__
     try:
-        hints = typing.get_type_hints(target, include_extras=True)
+        return typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
         raise TypeError(f"Cannot resolve the type hints of {fn!r}: {exc}") from exc
-    _last_hints = (fn, hints)
-    return hints
-
-
-_last_hints: tuple[Callable[..., Any], dict[str, Any]] | None = None
 
 
 def _strip_annotated(tp: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -259,6 +251,9 @@ _SPEC_CACHE_SIZE = 1024
 def _build_arguments(
     fields: dict[str, Any], headers: dict[str, str], context_param: str | None, strict: bool
 ) -> ArgumentSpec:
+    if not fields:  # nothing to validate (most resources, many tools): no pydantic at all
+        no_arguments = {"type": "object", "additionalProperties": False}
+        return ArgumentSpec(no_arguments, context_param, (), headers, _no_arguments, None)
     arguments_type: Any = cast(Any, TypedDict)("Arguments", fields)
     # In strict mode this config only governs the Python-object fallback in validate().
     arguments_type.__pydantic_config__ = ConfigDict(strict=strict, extra="ignore")
@@ -281,6 +276,12 @@ def _build_arguments(
         validate_python=adapter.validator.validate_python,
         validate_json=adapter.validator.validate_json if strict else None,
     )
+
+
+def _no_arguments(arguments: Any) -> dict[str, Any]:
+    # Extra arguments are dropped, as the TypedDict validator's extra="ignore" would; a tool
+    # refuses them before validating (its schema says additionalProperties: false).
+    return {}
 
 
 # --------------------------------------------------------------------------- output
