@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 CacheScope = Literal["public", "private"]
 
 
-@dataclass(frozen=True, slots=True)
 class CachePolicy:
     """How long clients may cache a result (``ttlMs``) and who may share it (``cacheScope``).
 
@@ -43,25 +41,43 @@ class CachePolicy:
     users by caches; ``"private"`` keeps it to one authorization context.
     """
 
-    ttl_ms: int = 0
-    scope: CacheScope = "private"
+    # Plain classes for the records a server loads at start (see core.Request).
+    __slots__ = ("scope", "ttl_ms")
 
-    def __post_init__(self) -> None:
-        if type(self.ttl_ms) is not int or self.ttl_ms < 0:
+    def __init__(self, ttl_ms: int = 0, scope: CacheScope = "private") -> None:
+        if type(ttl_ms) is not int or ttl_ms < 0:
             raise ValueError("ttl_ms must be a whole number of milliseconds >= 0")
-        if self.scope not in ("public", "private"):
+        if scope not in ("public", "private"):
             raise ValueError("scope must be 'public' or 'private'")
+        self.ttl_ms = ttl_ms
+        self.scope = scope
+
+    def __repr__(self) -> str:
+        return f"CachePolicy(ttl_ms={self.ttl_ms!r}, scope={self.scope!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class Contents:
     """One entry of a ``resources/read`` result; ``uri`` defaults to the URI read."""
 
-    text: str | None = None
-    blob: bytes | None = None
-    mime_type: str | None = None
-    uri: str | None = None
-    meta: dict[str, Any] | None = None
+    __slots__ = ("blob", "meta", "mime_type", "text", "uri")
+
+    def __init__(
+        self,
+        text: str | None = None,
+        blob: bytes | None = None,
+        mime_type: str | None = None,
+        uri: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.text = text
+        self.blob = blob
+        self.mime_type = mime_type
+        self.uri = uri
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        body = f"{len(self.blob)} bytes" if self.blob is not None else repr(self.text)
+        return f"Contents({body}, mime_type={self.mime_type!r}, uri={self.uri!r})"
 
     def to_wire(self, uri: str, mime_type: str | None) -> dict[str, Any]:
         entry: dict[str, Any] = {"uri": self.uri or uri}

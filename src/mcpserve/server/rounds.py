@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import constants as c
@@ -53,7 +52,6 @@ class NeedInput(BaseException):
         self.requests = requests
 
 
-@dataclass(frozen=True, slots=True)
 class InputRequired:
     """Return this from a handler to ask for input yourself (the low-level path).
 
@@ -62,8 +60,17 @@ class InputRequired:
     ``ctx.request_state`` on the retry, with the answers in ``ctx.input_responses``.
     """
 
-    input_requests: dict[str, Any] = field(default_factory=dict)
-    state: dict[str, Any] | None = None
+    # A plain class, like the other records a server loads at start (see core.Request).
+    __slots__ = ("input_requests", "state")
+
+    def __init__(
+        self, input_requests: dict[str, Any] | None = None, state: dict[str, Any] | None = None
+    ) -> None:
+        self.input_requests: dict[str, Any] = {} if input_requests is None else input_requests
+        self.state = state
+
+    def __repr__(self) -> str:
+        return f"InputRequired(input_requests={self.input_requests!r}, state={self.state!r})"
 
 
 def required_capabilities(request: Any) -> dict[str, Any]:

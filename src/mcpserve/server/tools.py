@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -47,17 +46,32 @@ logger = logging.getLogger("mcpserve")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
-@dataclass(frozen=True, slots=True)
 class ToolResult:
     """A result spelled out in full, for when a tool wants both text and structured data.
 
     >>> return ToolResult(content=["3 rows"], structured={"rows": 3})
     """
 
-    content: list[Any] = field(default_factory=list)
-    structured: Any = None
-    is_error: bool = False
-    meta: dict[str, Any] | None = None
+    # A plain class, like the other records a server loads at start (see core.Request).
+    __slots__ = ("content", "is_error", "meta", "structured")
+
+    def __init__(
+        self,
+        content: list[Any] | None = None,
+        structured: Any = None,
+        is_error: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.content: list[Any] = [] if content is None else content
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolResult(content={self.content!r}, structured={self.structured!r}, "
+            f"is_error={self.is_error!r})"
+        )
 
     def to_wire(self) -> dict[str, Any]:
         result: dict[str, Any] = {"content": to_blocks(self.content)}
