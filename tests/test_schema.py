@@ -382,6 +382,17 @@ def test_function_without_parameters_gives_closed_empty_object() -> None:
     spec = build(fn)
     assert spec.input_schema == {"type": "object", "additionalProperties": False}
     assert spec.param_names == ()
+    assert spec.validate(None) == {}
+    assert spec.validate({}) == {}
+
+
+def test_function_with_only_a_context_parameter_validates_to_no_arguments() -> None:
+    def fn(ctx: Ctx) -> None: ...
+
+    spec = build(fn, context_type=Ctx)
+    assert spec.context_param == "ctx"
+    assert spec.input_schema == {"type": "object", "additionalProperties": False}
+    assert spec.validate({}) == {}
 
 
 def test_context_parameter_is_excluded_and_reported() -> None:

@@ -254,6 +254,22 @@ async def test_parameterless_tool_publishes_a_closed_object_schema(connect: Any)
     }
 
 
+async def test_parameterless_tool_runs_without_arguments_and_refuses_any(connect: Any) -> None:
+    server = Server("t")
+
+    @server.tool
+    def now() -> str:
+        return "noon"
+
+    async with connect(server) as client:
+        plain = await client.call_tool("now", {})
+        extra = await client.call_tool("now", {"when": "later"})
+
+    assert texts(plain) == ["noon"]
+    assert extra["isError"] is True
+    assert texts(extra) == ["Tool now takes no arguments; got: when"]
+
+
 async def test_context_parameter_is_left_out_of_the_input_schema(connect: Any) -> None:
     from mcpserve import Context
 
