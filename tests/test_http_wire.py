@@ -136,10 +136,11 @@ async def test_resources_prompts_completion(client: httpx.AsyncClient) -> None:
     assert reply.result["completion"]["values"] == ["bob"]
 
 
-@pytest.mark.parametrize("request_id", [0, "", "0", -7, "x" * 300])
+@pytest.mark.parametrize("request_id", [0, "", "0", -7, "x" * 300, 2**64, -(10**30)])
 async def test_ids_echoed_with_type(client: httpx.AsyncClient, request_id: Any) -> None:
     reply = await post(client, call(request_id, "echo", {"text": "id"}))
     assert same_id(reply.message["id"], request_id)
+    assert json.loads(reply.body)["id"] == request_id  # digit for digit, not a float
 
 
 # =========================================================================== row 1: path

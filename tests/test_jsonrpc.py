@@ -83,6 +83,23 @@ def test_loads_keeps_large_integers_exact():
     assert loads(f'{{"id": {big}}}'.encode())["id"] == big
 
 
+@pytest.mark.parametrize("big", [2**64, -(2**63) - 1, 10**30])
+def test_loads_keeps_ids_beyond_64_bits_exact(big):
+    # orjson alone would give a float here, and classify() would refuse the id.
+    message = loads(f'{{"jsonrpc": "2.0", "id": {big}, "method": "x", "params": {{"n": {big}}}}}')
+    assert type(message["id"]) is int
+    assert message["id"] == big
+    assert message["params"]["n"] == big
+    assert classify(message) is Kind.REQUEST
+
+
+def test_loads_still_reads_a_float_id_as_a_float():
+    message = loads(b'{"jsonrpc": "2.0", "id": 1.5, "method": "x"}')
+    assert message["id"] == 1.5
+    with pytest.raises(InvalidRequest):
+        classify(message)
+
+
 # -- classify: what is invalid ----------------------------------------------------------
 
 

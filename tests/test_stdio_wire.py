@@ -432,7 +432,9 @@ async def test_crlf_line_endings_are_accepted() -> None:
         assert text_of(response) == "crlf"
 
 
-@pytest.mark.parametrize("request_id", [0, "", "0", -1, 2**53, "id with spaces \u00e9"])
+@pytest.mark.parametrize(
+    "request_id", [0, "", "0", -1, 2**53, 2**64, -(10**30), "id with spaces \u00e9"]
+)
 async def test_ids_are_echoed_with_their_json_type(request_id: object) -> None:
     async with stdio_server() as proc:
         await proc.send(call(request_id, "echo", {"text": "id"}))

@@ -7,6 +7,7 @@ never a float or a boolean), and ``params``, when present, is an object.
 
 from __future__ import annotations
 
+import json
 import logging
 from enum import Enum
 from typing import Any
@@ -28,11 +29,21 @@ class Kind(Enum):
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Decode one JSON text, raising :class:`ParseError` for anything unparsable."""
+    """Decode one JSON text, raising :class:`ParseError` for anything unparsable.
+
+    orjson reads an integer beyond 64 bits as a float. JSON-RPC and MCP put no bound on an
+    integer id, so a message whose ``id`` came back a float is decoded again by the standard
+    library, which keeps integers exact: the id is then echoed digit for digit (and a real
+    float id, ``1.5``, is still a float and still refused).
+    """
     try:
-        return orjson.loads(data)
+        message = orjson.loads(data)
     except orjson.JSONDecodeError:
         raise ParseError("Parse error: the message is not valid JSON") from None
+    if type(message) is dict and type(message.get("id")) is float:
+        text = data if isinstance(data, str) else bytes(data).decode()  # valid: orjson read it
+        return json.loads(text)
+    return message
 
 
 def dumps(message: JSONDict) -> bytes:
@@ -46,8 +57,6 @@ def dumps(message: JSONDict) -> bytes:
         return orjson.dumps(message)
     except TypeError:
         pass
-    import json  # the rare fallback: keep it off the import path
-
     try:
         return json.dumps(
             message, separators=(",", ":"), ensure_ascii=False, allow_nan=False
