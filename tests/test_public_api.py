@@ -124,3 +124,19 @@ def test_lazy_names_are_listed_and_unknown_names_are_not_invented() -> None:
     assert "Client" in dir(mcpserve)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         mcpserve.Nope  # noqa: B018
+
+
+def test_public_records_compare_hash_and_show_by_value() -> None:
+    result = mcpserve.ToolResult(content=["3 rows"], structured={"rows": 3})
+    assert result == mcpserve.ToolResult(content=["3 rows"], structured={"rows": 3})
+    assert result != mcpserve.ToolResult(content=["3 rows"])
+    assert repr(result) == (
+        "ToolResult(content=['3 rows'], is_error=False, meta=None, structured={'rows': 3})"
+    )
+    alice = mcpserve.Auth("alice", frozenset({"read"}))
+    assert alice == mcpserve.Auth(principal="alice", scopes=frozenset({"read"}))
+    assert {alice: 1}[mcpserve.Auth("alice", frozenset({"read"}))] == 1
+    assert mcpserve.CachePolicy(60_000, "public") != mcpserve.CachePolicy(60_000, "private")
+    assert mcpserve.InputRequired() == mcpserve.InputRequired({}, None)
+    # Same fields, different record: not equal.
+    assert mcpserve.Contents(text="x") != mcpserve.ToolResult(content=["x"])

@@ -32,23 +32,20 @@ from .jsonrpc import (
     readable_id,
 )
 from .meta import InvalidMeta, RequestMeta, read_meta
+from .records import Record
 
 Send = Callable[[JSONDict], Awaitable[None]]
 _SERVER_INFO = c.META_SERVER_INFO
 
 
-class Auth:
+class Auth(Record):
     """Who is calling, as established by the transport's authentication hook."""
 
-    # Plain classes for the records a server loads at start (see :class:`Request`).
-    __slots__ = ("principal", "scopes")
+    __slots__ = ("principal", "scopes")  # a Record: see protocol/records.py
 
     def __init__(self, principal: str | None = None, scopes: frozenset[str] = frozenset()) -> None:
         self.principal = principal
         self.scopes = scopes
-
-    def __repr__(self) -> str:
-        return f"Auth(principal={self.principal!r}, scopes={set(self.scopes)!r})"
 
 
 ANONYMOUS = Auth()

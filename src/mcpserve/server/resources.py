@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic
 
 from ..protocol.errors import ResourceNotFound
+from ..protocol.records import Record
 from .content import json_text
 from .context import Context
 from .handlers import Invoker, make_invoker
@@ -34,15 +35,14 @@ if TYPE_CHECKING:
 CacheScope = Literal["public", "private"]
 
 
-class CachePolicy:
+class CachePolicy(Record):
     """How long clients may cache a result (``ttlMs``) and who may share it (``cacheScope``).
 
     ``scope="public"`` means the result holds nothing user-specific and may be shared across
     users by caches; ``"private"`` keeps it to one authorization context.
     """
 
-    # Plain classes for the records a server loads at start (see core.Request).
-    __slots__ = ("scope", "ttl_ms")
+    __slots__ = ("scope", "ttl_ms")  # a Record: see protocol/records.py
 
     def __init__(self, ttl_ms: int = 0, scope: CacheScope = "private") -> None:
         if type(ttl_ms) is not int or ttl_ms < 0:
@@ -52,14 +52,11 @@ class CachePolicy:
         self.ttl_ms = ttl_ms
         self.scope = scope
 
-    def __repr__(self) -> str:
-        return f"CachePolicy(ttl_ms={self.ttl_ms!r}, scope={self.scope!r})"
 
-
-class Contents:
+class Contents(Record):
     """One entry of a ``resources/read`` result; ``uri`` defaults to the URI read."""
 
-    __slots__ = ("blob", "meta", "mime_type", "text", "uri")
+    __slots__ = ("blob", "meta", "mime_type", "text", "uri")  # a Record: see protocol/records.py
 
     def __init__(
         self,
@@ -74,10 +71,6 @@ class Contents:
         self.mime_type = mime_type
         self.uri = uri
         self.meta = meta
-
-    def __repr__(self) -> str:
-        body = f"{len(self.blob)} bytes" if self.blob is not None else repr(self.text)
-        return f"Contents({body}, mime_type={self.mime_type!r}, uri={self.uri!r})"
 
     def to_wire(self, uri: str, mime_type: str | None) -> dict[str, Any]:
         entry: dict[str, Any] = {"uri": self.uri or uri}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InvalidParams, MissingClientCapability
+from ..protocol.records import Record
 
 if TYPE_CHECKING:
     from .context import Context
@@ -52,7 +53,7 @@ class NeedInput(BaseException):
         self.requests = requests
 
 
-class InputRequired:
+class InputRequired(Record):
     """Return this from a handler to ask for input yourself (the low-level path).
 
     ``input_requests`` maps your keys to :class:`Elicit`/:class:`Sample`/:class:`ListRoots`
@@ -60,17 +61,13 @@ class InputRequired:
     ``ctx.request_state`` on the retry, with the answers in ``ctx.input_responses``.
     """
 
-    # A plain class, like the other records a server loads at start (see core.Request).
-    __slots__ = ("input_requests", "state")
+    __slots__ = ("input_requests", "state")  # a Record: see protocol/records.py
 
     def __init__(
         self, input_requests: dict[str, Any] | None = None, state: dict[str, Any] | None = None
     ) -> None:
         self.input_requests: dict[str, Any] = {} if input_requests is None else input_requests
         self.state = state
-
-    def __repr__(self) -> str:
-        return f"InputRequired(input_requests={self.input_requests!r}, state={self.state!r})"
 
 
 def required_capabilities(request: Any) -> dict[str, Any]:

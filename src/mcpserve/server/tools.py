@@ -32,6 +32,7 @@ from ..protocol.errors import (
     new_ref,
 )
 from ..protocol.header_annotations import header_annotations
+from ..protocol.records import Record
 from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .handlers import Invoker, is_synchronous, make_invoker
@@ -46,14 +47,13 @@ logger = logging.getLogger("mcpserve")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
-class ToolResult:
+class ToolResult(Record):
     """A result spelled out in full, for when a tool wants both text and structured data.
 
     >>> return ToolResult(content=["3 rows"], structured={"rows": 3})
     """
 
-    # A plain class, like the other records a server loads at start (see core.Request).
-    __slots__ = ("content", "is_error", "meta", "structured")
+    __slots__ = ("content", "is_error", "meta", "structured")  # a Record: see protocol/records.py
 
     def __init__(
         self,
@@ -66,12 +66,6 @@ class ToolResult:
         self.structured = structured
         self.is_error = is_error
         self.meta = meta
-
-    def __repr__(self) -> str:
-        return (
-            f"ToolResult(content={self.content!r}, structured={self.structured!r}, "
-            f"is_error={self.is_error!r})"
-        )
 
     def to_wire(self) -> dict[str, Any]:
         result: dict[str, Any] = {"content": to_blocks(self.content)}
