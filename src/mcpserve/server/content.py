@@ -8,7 +8,7 @@ and anything else is rendered as JSON text.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,8 +29,9 @@ class ContentBlock:
 
     __slots__ = ()
 
-    def to_wire(self) -> dict[str, Any]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # each helper defines it; the base only names it for the type checker
+
+        def to_wire(self) -> dict[str, Any]: ...
 
 
 def is_content_block(value: object) -> bool:
