@@ -10,7 +10,7 @@ immutable, as the frozen dataclasses they replace were.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 
 class Record:
@@ -24,8 +24,7 @@ class Record:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        assert isinstance(other, Record)
-        return self._values() == other._values()
+        return self._values() == cast(Record, other)._values()
 
     def __hash__(self) -> int:
         return hash((type(self), self._values()))
