@@ -10,7 +10,7 @@ immutable, as the frozen dataclasses they replace were.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 
 class Record:
@@ -24,7 +24,7 @@ class Record:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._values() == cast(Record, other)._values()
+        return self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash((type(self), self._values()))
