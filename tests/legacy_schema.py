@@ -1,19 +1,21 @@
-"""Validate what our server sends to handshake-era clients against the 2025-11-25 schema.
+"""Validate what our server sends to handshake-era clients with the official 2025 wire models.
 
-The counterpart of ``wire_schema.py`` (2026-07-28) for the legacy era. Results are checked
+The counterpart of ``wire_schema.py`` (2026-07-28) for the legacy era, with ``mcp-types``'
+model of the 2025-11-25 schema, which every earlier version shares. Results are checked
 against the concrete type their request method selects (``InitializeResult``,
 ``ListToolsResult``, ``CallToolResult``...), errors against ``JSONRPCErrorResponse``,
 notifications by method and the server's own requests (``elicitation/create``,
-``sampling/createMessage``, ``roots/list``) against their request types.
+``sampling/createMessage``, ``roots/list``) against their request types, gated by version:
+a request the client's version does not have fails.
 
-The schema's result types allow extra members, so a legacy result carrying modern-only
-fields (``resultType``, ``ttlMs``, ``cacheScope``, the ``serverInfo`` ``_meta`` key) would
-still validate; :func:`check_response` rejects those explicitly (CHECKLIST Y08).
+The models ignore extra members, so a legacy result carrying modern-only fields
+(``resultType``, ``ttlMs``, ``cacheScope``, the ``serverInfo`` ``_meta`` key) would still
+validate; :func:`check_response` rejects those explicitly.
 
 The rest of this module decodes legacy traffic, so that nothing reaches a test unchecked:
 
 * :class:`EraChecker` decides, for each message a dual-era server sends, whether it is
-  legacy or modern (from what the client sent), and validates it with the right schema;
+  legacy or modern (from what the client sent), and validates it with the right models;
 * :class:`SSEParser` reads legacy SSE streams, which carry event ids, priming events
   (an id and empty data) and ``retry`` fields (``wire_helpers.parse_sse`` accepts neither);
 * the raw legacy drivers used by ``test_legacy*.py``: :class:`LegacyHTTPClient` (over httpx
@@ -26,77 +28,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+import mcp_types._v2025_11_25 as models
+from mcp_types.methods import SERVER_NOTIFICATIONS, SERVER_REQUESTS, SERVER_RESULTS
 
 import wire_schema
 from wire_helpers import SERVERS, StdioProcess, check_line
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SCHEMA_FILE = SHARED / "spec" / "schema" / "2025-11-25" / "schema.json"
 LEGACY_DUAL = SERVERS / "legacy_dual.py"
+VERSION = "2025-11-25"
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 MODERN_ONLY_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
 
-RESULT_TYPES = {
-    "initialize": "InitializeResult",
-    "ping": "EmptyResult",
-    "logging/setLevel": "EmptyResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-}
-
-NOTIFICATION_TYPES = {
-    "notifications/progress": "ProgressNotification",
-    "notifications/message": "LoggingMessageNotification",
-    "notifications/cancelled": "CancelledNotification",
-    "notifications/tools/list_changed": "ToolListChangedNotification",
-    "notifications/prompts/list_changed": "PromptListChangedNotification",
-    "notifications/resources/list_changed": "ResourceListChangedNotification",
-    "notifications/resources/updated": "ResourceUpdatedNotification",
-    "notifications/elicitation/complete": "ElicitationCompleteNotification",
-}
-
-SERVER_REQUEST_TYPES = {
-    "ping": "PingRequest",
-    "elicitation/create": "ElicitRequest",
-    "sampling/createMessage": "CreateMessageRequest",
-    "roots/list": "ListRootsRequest",
-}
-
-
-@functools.cache
-def _definitions() -> dict[str, Any]:
-    return json.loads(SCHEMA_FILE.read_text())["$defs"]  # type: ignore[no-any-return]
-
-
-@functools.cache
-def validator(definition: str) -> Draft202012Validator:
-    definitions = _definitions()
-    assert definition in definitions, f"no {definition} in the 2025-11-25 schema"
-    return Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": definitions})
-
 
 def check(definition: str, instance: Any) -> None:
-    """Raise ``jsonschema.ValidationError`` unless ``instance`` is a valid ``definition``."""
-    validator(definition).validate(instance)
+    """Validate ``instance`` as the 2025-11-25 type named ``definition``."""
+    wire_schema.validate(getattr(models, definition), instance)
 
 
 def check_response(method: str | None, response: dict[str, Any]) -> None:
@@ -107,7 +61,8 @@ def check_response(method: str | None, response: dict[str, Any]) -> None:
         return
     check("JSONRPCResultResponse", response)
     result = response["result"]
-    check(RESULT_TYPES.get(method or "", "Result"), result)
+    model = SERVER_RESULTS.get((method or "", VERSION), models.Result)
+    wire_schema.validate(model, result)
     modern = [key for key in MODERN_ONLY_RESULT_FIELDS if key in result]
     assert not modern, f"legacy {method} result carries modern-only fields {modern}: {result}"
     meta = result.get("_meta")
@@ -116,17 +71,19 @@ def check_response(method: str | None, response: dict[str, Any]) -> None:
 
 def check_notification(message: dict[str, Any]) -> None:
     assert "id" not in message, message
-    check(NOTIFICATION_TYPES.get(message["method"], "JSONRPCNotification"), message)
+    model = SERVER_NOTIFICATIONS.get((message["method"], VERSION), models.JSONRPCNotification)
+    wire_schema.validate(model, message)
     params = message.get("params")
     if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
         assert "io.modelcontextprotocol/subscriptionId" not in params["_meta"], message
 
 
-def check_server_request(message: dict[str, Any], *, version: str = "2025-11-25") -> None:
-    """A request the server sends to a legacy client."""
+def check_server_request(message: dict[str, Any], *, version: str = VERSION) -> None:
+    """A request the server sends to a legacy client speaking ``version``."""
     method = message["method"]
-    assert method in SERVER_REQUEST_TYPES, f"unexpected server request {method}"
-    check(SERVER_REQUEST_TYPES[method], message)
+    model = SERVER_REQUESTS.get((method, version))
+    assert model is not None, f"no server request {method} in protocol {version}"
+    wire_schema.validate(model, message)
     if method == "elicitation/create" and version != "2025-11-25":
         # ``mode`` arrived with 2025-11-25; older clients do not know it.
         assert "mode" not in message["params"], message

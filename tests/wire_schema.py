@@ -1,77 +1,77 @@
-"""Validate messages our server produces against the official 2026-07-28 JSON schema.
+"""Validate what our server sends with the official 2026-07-28 wire models (``mcp-types``).
 
-The schema's response unions are loose (CHECKLIST §19-Q17): ``CallToolResultResponse``
-accepts almost any object. So results are checked against the concrete type that the
-request method and ``resultType`` select, and errors against ``JSONRPCErrorResponse``.
+``mcp-types`` is the official SDK's package of wire models, one generated module per schema
+revision. Each message is validated as the bytes a client reads: encoded, then checked in
+pydantic's JSON strict mode, so an id ``true`` or a number where a string belongs fails.
+
+The schema's result unions are loose: an ``InputRequiredResult`` accepts almost any object,
+so ``CallToolResult | InputRequiredResult`` would pass a result with no ``content``.
+Results are therefore checked against the concrete type that the request method and
+``resultType`` select, and errors against ``JSONRPCErrorResponse``.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-from pathlib import Path
+import types
+import typing
 from typing import Any
 
-from jsonschema import Draft202012Validator
+import mcp_types._v2026_07_28 as models
+from mcp_types.methods import SERVER_NOTIFICATIONS, SERVER_RESULTS
+from pydantic import TypeAdapter
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SCHEMA_FILE = SHARED / "spec" / "schema" / "2026-07-28" / "schema.json"
+from mcpserve.protocol.jsonrpc import dumps
 
-RESULT_TYPES = {
-    "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-}
-
-NOTIFICATION_TYPES = {
-    "notifications/progress": "ProgressNotification",
-    "notifications/message": "LoggingMessageNotification",
-    "notifications/cancelled": "CancelledNotification",
-    "notifications/tools/list_changed": "ToolListChangedNotification",
-    "notifications/prompts/list_changed": "PromptListChangedNotification",
-    "notifications/resources/list_changed": "ResourceListChangedNotification",
-    "notifications/resources/updated": "ResourceUpdatedNotification",
-    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
-}
+VERSION = "2026-07-28"
+RESULT_TYPES = ("complete", "input_required")
 
 
 @functools.cache
-def _definitions() -> dict[str, Any]:
-    return json.loads(SCHEMA_FILE.read_text())["$defs"]  # type: ignore[no-any-return]
+def _adapter(model: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(model)
 
 
-@functools.cache
-def validator(definition: str) -> Draft202012Validator:
-    return Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": _definitions()})
+def validate(model: Any, instance: Any) -> None:
+    """Raise ``pydantic.ValidationError`` unless ``instance``, as JSON, is a valid ``model``."""
+    _adapter(model).validate_json(dumps(instance), strict=True)
 
 
 def check(definition: str, instance: Any) -> None:
-    """Raise ``jsonschema.ValidationError`` unless ``instance`` is a valid ``definition``."""
-    validator(definition).validate(instance)
+    """Validate ``instance`` as the 2026-07-28 type named ``definition``."""
+    validate(getattr(models, definition), instance)
+
+
+def result_model(method: str, version: str = VERSION) -> Any:
+    """The concrete result type of ``method`` at ``version``: the union's other arm when the
+    official map says ``X | InputRequiredResult``."""
+    row = SERVER_RESULTS[(method, version)]
+    if isinstance(row, types.UnionType):
+        (concrete,) = [arm for arm in typing.get_args(row) if arm.__name__ != "InputRequiredResult"]
+        return concrete
+    return row
 
 
 def check_response(method: str | None, response: dict[str, Any]) -> None:
     """Validate one response to a request for ``method``."""
     if "error" in response:
         check("JSONRPCErrorResponse", response)
+        assert "result" not in response, response
         return
     check("JSONRPCResultResponse", response)
     result = response["result"]
-    if result.get("resultType") == "input_required":
+    assert result.get("resultType") in RESULT_TYPES, result
+    if result["resultType"] == "input_required":
         check("InputRequiredResult", result)
-    elif method in RESULT_TYPES:
-        check(RESULT_TYPES[method], result)
+        assert "inputRequests" in result or "requestState" in result, result
+    elif method is not None and (method, VERSION) in SERVER_RESULTS:
+        validate(result_model(method), result)
     else:
         check("Result", result)
 
 
 def check_notification(message: dict[str, Any]) -> None:
-    definition = NOTIFICATION_TYPES.get(message["method"], "JSONRPCNotification")
-    check(definition, message)
+    """Validate one notification the server sends, by its method."""
+    assert "id" not in message, message
+    model = SERVER_NOTIFICATIONS.get((message["method"], VERSION), models.JSONRPCNotification)
+    validate(model, message)
