@@ -14,7 +14,6 @@ from mcpserve.protocol.jsonrpc import (
     loads,
     notification,
     readable_id,
-    result_response,
 )
 from wire_schema import check
 
@@ -259,12 +258,6 @@ def test_readable_id_is_none_when_the_id_cannot_be_read(message):
 
 
 # -- building and dumping -----------------------------------------------------------------
-
-
-def test_result_response_echoes_id_and_result():
-    response = result_response(0, {"resultType": "complete"})
-    assert response == {"jsonrpc": "2.0", "id": 0, "result": {"resultType": "complete"}}
-    check("JSONRPCResultResponse", response)
 
 
 def test_error_response_with_id_carries_it():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from enum import Enum
 from typing import Any
 
@@ -28,39 +29,67 @@ class Kind(Enum):
     RESPONSE = "response"
 
 
+#: A 19-digit run is the shortest integer literal orjson may read inexactly (beyond 64 bits).
+_DIGITS = b"0123456789"
+_DIGIT_MAP = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
+#: Deepest nesting the standard library must follow: orjson refuses anything deeper.
+_MAX_DEPTH = 1100
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Decode one JSON text, raising :class:`ParseError` for anything unparsable.
 
-    orjson reads an integer beyond 64 bits as a float. JSON-RPC and MCP put no bound on an
-    integer id, so a message whose ``id`` came back a float is decoded again by the standard
-    library, which keeps integers exact: the id is then echoed digit for digit (and a real
-    float id, ``1.5``, is still a float and still refused).
+    orjson reads an integer beyond 64 bits as a float, but JSON-RPC puts no bound on an id
+    and a tool's ``int`` argument has none either. A text that may hold such an integer is
+    decoded again by the standard library, which keeps integers exact. orjson refuses
+    nesting deeper than 1024 levels, numbers that overflow a double, invalid UTF-8 and lone
+    surrogates; the second pass only ever sees texts it accepted.
     """
     try:
         message = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise ParseError("Parse error: the message is not valid JSON") from None
-    if type(message) is dict and type(message.get("id")) is float:
-        text = data if isinstance(data, str) else bytes(data).decode()  # valid: orjson read it
-        return json.loads(text)
-    return message
+    except orjson.JSONDecodeError as exc:
+        raise ParseError(f"Parse error: {_reason(exc)}") from None
+    raw = data if type(data) is bytes else data.encode() if isinstance(data, str) else bytes(data)
+    if len(raw) - len(raw.translate(None, _DIGITS)) < 19:
+        return message  # the common case: too few digits for a long integer
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGIT_MAP):
+        return message
+    try:
+        with _deep_recursion():
+            return json.loads(raw)
+    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise ParseError("Parse error: an integer in the message has too many digits") from None
+
+
+def _reason(exc: orjson.JSONDecodeError) -> str:
+    # orjson's reasons name the problem and a position, never the input itself.
+    return str(exc)[:200]
+
+
+class _deep_recursion:
+    """Let the standard library's recursive JSON coder follow what orjson accepted.
+
+    Its C code counts nesting against the interpreter's recursion limit (1000 by default),
+    below orjson's 1024 levels; the limit is raised around the call and put back.
+    """
+
+    def __enter__(self) -> None:
+        self._limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(self._limit + _MAX_DEPTH)
+
+    def __exit__(self, *exc_info: object) -> None:
+        sys.setrecursionlimit(self._limit)
 
 
 def dumps(message: JSONDict) -> bytes:
     """Encode one message as compact UTF-8 JSON (no raw newlines, so it frames on stdio).
 
-    orjson refuses integers beyond 64 bits; the standard library writes them exactly. A
-    message neither can encode becomes an internal error answer (for requests) instead of
-    an exception in the transport.
+    A response that cannot be encoded (a value that is not JSON) becomes an internal error
+    answer instead of an exception in the transport.
     """
     try:
-        return orjson.dumps(message)
-    except TypeError:
-        pass
-    try:
-        return json.dumps(
-            message, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        ).encode()
+        return encode(message)
     except (TypeError, ValueError):
         if "id" not in message or "method" in message:
             raise
@@ -69,6 +98,25 @@ def dumps(message: JSONDict) -> bytes:
         return orjson.dumps(
             error_response(message["id"], InternalError(f"Internal error (ref {ref})"))
         )
+
+
+def encode(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact UTF-8 JSON for any JSON value; ``sort_keys`` gives one spelling per value.
+
+    orjson refuses integers beyond 64 bits and nesting beyond 254 levels; the standard
+    library writes both. Raises ``TypeError`` or ``ValueError`` for what is not JSON.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+    except TypeError:
+        pass
+    try:
+        with _deep_recursion():
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False, sort_keys=sort_keys)  # fmt: skip
+    except RecursionError:
+        raise ValueError("nested too deeply to encode") from None
+    return text.encode()
 
 
 def is_valid_id(value: object) -> bool:
@@ -113,12 +161,8 @@ def readable_id(message: Any) -> RequestId | None:
     return None
 
 
-def result_response(request_id: RequestId, result: JSONDict) -> JSONDict:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
 def error_response(request_id: RequestId | None, error: MCPError) -> JSONDict:
-    """An error response; ``id`` is omitted when it could not be read (B05)."""
+    """An error response; ``id`` is omitted when it could not be read."""
     if request_id is None:
         return {"jsonrpc": "2.0", "error": error.to_wire()}
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}

@@ -1,8 +1,9 @@
 """Sealed ``requestState``: what a multi round-trip request carries between its rounds.
 
 ``requestState`` travels through the client, so it is attacker-controlled input
-(CHECKLIST M05). mcpserve seals it with AES-256-GCM (authenticated encryption): the client
-can neither read nor alter it. The sealed payload binds the state to (M06):
+(``docs/decisions.md``, "Sealed requestState"). mcpserve seals it with AES-256-GCM
+(authenticated encryption): the client can neither read nor alter it. The sealed payload
+binds the state to:
 
 * the method and its target (tool or prompt name, resource URI),
 * a SHA-256 digest of the original arguments,
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
+from .jsonrpc import encode, loads
 
 logger = logging.getLogger("mcpserve.state")
 
@@ -57,8 +58,8 @@ class Binding:
 
     @classmethod
     def of(cls, method: str, target: str, arguments: Any, principal: str | None) -> Binding:
-        canonical = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
-        return cls(method, target, hashlib.sha256(canonical).hexdigest(), principal or "")
+        digest = hashlib.sha256(encode(arguments, sort_keys=True)).hexdigest()
+        return cls(method, target, digest, principal or "")
 
 
 def parse_keys(spec: str) -> list[tuple[str, bytes]]:
@@ -130,7 +131,7 @@ class StateSealer:
         }
         nonce = os.urandom(12)
         header = f"{VERSION}.{self._sealing_id}"
-        sealed = self._ciphers[self._sealing_id].encrypt(nonce, orjson.dumps(body), header.encode())
+        sealed = self._ciphers[self._sealing_id].encrypt(nonce, encode(body), header.encode())
         token = base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
         return f"{header}.{token}"
 
@@ -162,7 +163,7 @@ class StateSealer:
             plain = cipher.decrypt(raw[:12], raw[12:], f"{version}.{kid}".encode())
         except InvalidTag:
             raise StateRejected("authentication failed (tampered or wrong key)") from None
-        body = orjson.loads(plain)
+        body = loads(plain)
         if body["e"] < time.time() * 1000:
             raise StateRejected("expired")
         if body["p"] != binding.principal:
