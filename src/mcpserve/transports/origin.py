@@ -1,7 +1,8 @@
 """DNS-rebinding protection: which ``Host`` and ``Origin`` headers the HTTP app accepts.
 
 A web page on ``evil.example`` can make a browser send requests to a server on
-127.0.0.1 by pointing its own DNS name there. Two checks stop that (CHECKLIST H02):
+127.0.0.1 by pointing its own DNS name there. Two checks stop that (the spec requires the
+Origin check; ``docs/decisions.md``, "Origin"):
 
 * ``Host`` must name this server: for a server bound to a loopback address, one of
   ``localhost``, ``127.0.0.1`` or ``[::1]`` (any port); otherwise the host of the public
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -37,9 +39,29 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+#: An origin as browsers serialize it (RFC 6454 § 6.1): scheme, host, optional port; no
+#: userinfo, path, query or fragment, and never several origins joined by commas.
+_ORIGIN = re.compile(r"(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::([0-9]{1,5}))?")
+
+
 def _origin_host(origin: str) -> str | None:
+    """The host of a browser-sent origin, lower-cased; None for anything else."""
+    match = _ORIGIN.fullmatch(origin.strip())
+    if match is None:
+        return None
+    host = match.group(2).lower()
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+    return host
+
+
+def _url_host(url: str) -> str | None:
+    """The host of an http(s) URL (the server's public URL may have a path)."""
     try:
-        parts = urlsplit(origin.strip())
+        parts = urlsplit(url.strip())
     except ValueError:
         return None
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -93,7 +115,7 @@ class OriginPolicy:
         if hosts is None:
             hosts = list(LOOPBACK_NAMES)
             if public_url:
-                public_host = _origin_host(public_url)
+                public_host = _url_host(public_url)
                 if public_host is None:
                     raise ValueError(f"public_url {public_url!r} is not an http(s) URL")
                 hosts.append(public_host)
