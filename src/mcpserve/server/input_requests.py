@@ -1,11 +1,13 @@
 """What a handler can ask the client for in the middle of a request, and the answers.
 
 Each kind knows its wire form (an entry of ``inputRequests``), the client capability it
-needs (CHECKLIST M04) and how to read the client's answer. An answer that does not have
-the right shape reads as *no answer*, so the server asks again instead of failing (M10).
+needs and how to read the client's answer. An answer that does not have the right shape
+reads as *no answer*, so the server asks again instead of failing (``docs/decisions.md``,
+"Elicitation answers").
 
 * :class:`Elicit` asks the user: a form (``schema``: a pydantic model or a JSON schema of
-  flat primitive properties) or a URL to visit (``url``). Never use forms for secrets (M12).
+  flat primitive properties) or a URL to visit (``url``). Never use forms for secrets: the
+  spec sends those through a URL.
 * :class:`Sample` asks the client's LLM for a completion.
 * :class:`ListRoots` asks for the client's roots.
 """
@@ -47,36 +49,24 @@ class ElicitResult:
         return self.action == "accept"
 
 
-_PRIMITIVES: dict[str, type | tuple[type, ...]] = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-}
+@functools.lru_cache(maxsize=256)
+def _content_validator(schema_json: bytes) -> Any:
+    """A JSON Schema 2020-12 validator for a requested schema (one per distinct schema)."""
+    import jsonschema  # loaded with the first elicitation answered against a raw schema
+
+    return jsonschema.Draft202012Validator(orjson.loads(schema_json))
 
 
 def _check_content(schema: dict[str, Any], content: dict[str, Any]) -> bool:
-    """Validate content against a flat elicitation schema (spec: primitive properties)."""
-    properties = schema.get("properties", {})
-    if any(name not in content for name in schema.get("required", ())):
-        return False
-    for name, value in content.items():
-        definition = properties.get(name)
-        if definition is None:
-            continue  # extra keys are ignored
-        kind = definition.get("type")
-        if kind == "array":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                return False
-            continue
-        expected = _PRIMITIVES.get(kind)
-        if expected is not None and (
-            not isinstance(value, expected) or (kind != "boolean" and isinstance(value, bool))
-        ):
-            return False
-        if "enum" in definition and value not in definition["enum"]:
-            return False
-    return True
+    """Whether an accepted form's content fits the requested schema: types, required
+    fields, ``enum``/``oneOf`` choices, lengths and ranges, as JSON Schema 2020-12 says."""
+    try:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON (a hand-written schema with Python objects in it)
+        import jsonschema
+
+        return bool(jsonschema.Draft202012Validator(schema).is_valid(content))
+    return bool(_content_validator(key).is_valid(content))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +112,9 @@ class Elicit:
         content = raw.get("content")
         if not isinstance(content, dict):
             return MISSING
+        if not _check_content(self._json_schema(), content):
+            return MISSING  # the schema we sent is the contract, whatever made it
         if self.schema is None or isinstance(self.schema, dict):
-            if not _check_content(self._json_schema(), content):
-                return MISSING
             return ElicitResult("accept", content, content)
         try:
             data = self.schema.model_validate(content)

@@ -5,7 +5,10 @@ invents titles from field or class names but keeps the ones users set, and then 
 :func:`clean_schema`:
 
 * ``$ref``s are inlined and ``$defs`` dropped, because several MCP clients ignore ``$defs``.
-  Recursive definitions cannot be inlined, so those alone stay in ``$defs``.
+  Recursive definitions cannot be inlined, so those alone stay in ``$defs``. Inlining copies
+  a definition once per use, so a deep tree of models can grow to megabytes: a schema whose
+  inlined form would exceed :data:`INLINE_LIMIT` bytes of JSON keeps ``$defs`` and ``$ref``
+  (its size is computed from the definitions, without building it).
 * ``Optional[X]`` becomes ``{"type": [t, "null"], ...}`` when ``X`` is *flat*: one string
   ``type`` and no ``enum``, ``const`` or subschemas. Every other keyword of a flat schema only
   constrains values of type ``t``, so the rewrite is exact and reads better. Anything richer
@@ -19,6 +22,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
+import orjson
 from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue, JsonSchemaWarningKind
 
@@ -33,6 +37,8 @@ _SUBSCHEMA_LIST = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _SUBSCHEMA_MAP = frozenset({"properties", "patternProperties", "dependentSchemas"})
 # Keywords that restrict values beyond "type" or nest schemas: "null" cannot join such a type.
 _NOT_FLAT = _SUBSCHEMA | _SUBSCHEMA_LIST | _SUBSCHEMA_MAP | {"$ref", "$defs", "enum", "const"}
+#: The largest schema (bytes of compact JSON) published with its ``$ref``s inlined.
+INLINE_LIMIT = 64 * 1024
 
 
 class CleanJsonSchemaGenerator(GenerateJsonSchema):
@@ -70,6 +76,8 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     alone. Titles are the generator's business: see :class:`CleanJsonSchemaGenerator`."""
     defs: dict[str, Any] = schema.get("$defs") or {}
     recursive = _recursive_defs(defs)
+    if defs and _inlined_size(schema, defs, recursive) > INLINE_LIMIT:
+        recursive = set(defs)  # too big inlined: every definition stays in $defs
 
     def walk(node: Any, *, inline_recursive: bool = False) -> Any:
         if not isinstance(node, dict):
@@ -100,6 +108,42 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if kept := {name: walk(body) for name, body in defs.items() if name in recursive}:
         result["$defs"] = kept
     return result
+
+
+def _inlined_size(schema: dict[str, Any], defs: dict[str, Any], recursive: set[str]) -> int:
+    """About how many bytes ``schema`` takes once its non-recursive ``$ref``s are inlined."""
+    sizes: dict[str, int] = {}
+
+    def size(node: Any) -> int:
+        body = {key: value for key, value in node.items() if key != "$defs"}
+        total = len(orjson.dumps(body))
+        for name, uses in _ref_uses(body).items():
+            if name in defs and name not in recursive:
+                if name not in sizes:
+                    sizes[name] = size(defs[name])
+                total += uses * sizes[name]
+        return total
+
+    try:
+        return size(schema)
+    except RecursionError:  # a chain of definitions thousands deep: certainly too big
+        return INLINE_LIMIT + 1
+
+
+def _ref_uses(node: Any) -> dict[str, int]:
+    """How often each definition is referenced in ``node``."""
+    uses: dict[str, int] = {}
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            name = _def_name(item.get("$ref"))
+            if name is not None:
+                uses[name] = uses.get(name, 0) + 1
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return uses
 
 
 def _def_name(ref: Any) -> str | None:
