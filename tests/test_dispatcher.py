@@ -5,6 +5,7 @@ wire; the ones using ``connect`` also have every response checked against the sc
 """
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +18,7 @@ from mcpserve import (
     ToolResult,
 )
 from mcpserve.protocol import constants as c
-from mcpserve.protocol.core import Dispatcher
+from mcpserve.protocol.core import Dispatcher, Handler
 from mcpserve.protocol.jsonrpc import dumps, loads
 from wire_schema import check, check_response
 
@@ -375,11 +376,9 @@ async def test_dual_era_server_lists_legacy_versions_in_minus_32022():
 
 
 async def test_legacy_version_in_meta_says_the_handshake_is_required():
-    async def discover(request):
-        return {}
-
     dispatcher = Dispatcher(
-        {"server/discover": discover},
+        {"server/discover": Handler(call_inline=lambda ctx: {})},
+        context=lambda request: SimpleNamespace(request=request, mark_cancelled=lambda: None),
         server_info={"name": "d", "version": "1"},
         versions=c.MODERN_VERSIONS,
         legacy_versions=c.LEGACY_VERSIONS,

@@ -1,9 +1,14 @@
 """Tests for mcpserve.protocol.http_headers (SEP-2243 header/body validation) and the
-x-mcp-header rules in mcpserve.protocol.header_annotations."""
+x-mcp-header rules in mcpserve.protocol.header_annotations.
+
+Most tests run the standard-header rules as one request meets them: through
+:class:`HeaderChecks`, the dispatcher's check hook, with the headers as the raw ASGI bytes
+(so the fast path for exact matches and the decoding slow path are both exercised)."""
 
 from __future__ import annotations
 
 import base64
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,15 +16,25 @@ import pytest
 from mcpserve.protocol.errors import HeaderMismatch
 from mcpserve.protocol.header_annotations import header_annotations
 from mcpserve.protocol.http_headers import (
+    HeaderChecks,
     check_header_values,
     check_name_header,
     check_notification_headers,
     check_param_headers,
     check_required_headers,
-    check_routing_headers,
     decode_header_value,
+    header_bytes,
     name_for,
 )
+
+
+def check_routing_headers(sent: dict[str, str], message: dict[str, Any]) -> None:
+    """Every standard-header rule (not ``Mcp-Param-*``), as the dispatcher runs them."""
+    raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in sent.items()]
+    checks = HeaderChecks(header_bytes(raw), raw)
+    checks.envelope(message)
+    params = message.get("params") or {}
+    checks.target(SimpleNamespace(method=message["method"], params=params, target=None))
 
 
 def header_params(schema: Any) -> dict[str, str]:

@@ -1,9 +1,10 @@
-"""The HTTP fast path for plain-function tools gives exactly the dispatcher's answers.
+"""The inline path gives exactly the answers of the awaited one.
 
 A ``tools/call`` of a tool whose function is a plain ``def`` (and a server without
-middleware) is answered inline, without the dispatcher's coroutines. Every outcome a tool
-call can have is sent both ways here, over HTTP and through ``Server.handle``, and the
-answers must agree.
+middleware) is marked inline by ``prepare`` and answered by ``execute_inline``, without the
+dispatcher's coroutines; HTTP then answers with JSON at once. Every outcome a tool call can
+have is sent three ways here (``execute_inline``, the awaited ``execute`` and HTTP), and
+the answers must agree.
 """
 
 from __future__ import annotations
@@ -117,27 +118,31 @@ def comparable(response: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("message", CASES, ids=lambda m: f"{m['id']}-{m['params']['name']}")
-async def test_http_answers_like_the_dispatcher(
+async def test_inline_and_awaited_answers_agree_and_http_takes_the_inline_path(
     message: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = build()
-    expected = await server.handle(message)
-    assert expected is not None
-    inline_calls: list[str] = []
-    answer_inline = server.call_tool_inline
+    dispatcher = server.dispatcher
+    inline = dispatcher.prepare(message)
+    # A disabled tool is unknown: nothing to run inline, the handler answers the error.
+    assert inline.inline is (message["params"]["name"] != "hidden")
+    awaited = await dispatcher.execute(dispatcher.prepare(message))
+    if inline.inline:
+        answer = dispatcher.execute_inline(inline)
+        answered = answer if isinstance(answer, dict) else await answer
+        assert comparable(answered) == comparable(dict(awaited))
+    taken: list[str] = []
+    execute_inline = dispatcher.execute_inline
 
-    def spy(tool: Any, req: Any) -> Any:
-        inline_calls.append(tool.name)
-        return answer_inline(tool, req)
+    def spy(request: Any) -> Any:
+        taken.append(request.method)
+        return execute_inline(request)
 
-    monkeypatch.setattr(server, "call_tool_inline", spy)
+    monkeypatch.setattr(dispatcher, "execute_inline", spy)
     async with asgi_client(server.http_app()) as client:
         reply = await post(client, message)
-    assert comparable(reply.message) == comparable(expected)
-    # A disabled tool is unknown: that answer comes from the dispatcher's path.
-    assert inline_calls == (
-        [] if message["params"]["name"] == "hidden" else [message["params"]["name"]]
-    )
+    assert comparable(reply.message) == comparable(awaited)
+    assert taken == (["tools/call"] if inline.inline else [])
 
 
 def test_the_cases_cover_plain_functions_only() -> None:

@@ -1,12 +1,13 @@
 """Handshake-era clients (2025-11-25, 2025-06-18, 2025-03-26) on a dual-era server, in process.
 
-Three ways in, none with sockets or subprocesses: ``server.legacy.initialize/handle``
-(sans-IO), a :class:`StdioSession` with a fake writer (stdio framing and era selection),
+Three ways in, none with sockets or subprocesses: ``server.legacy.initialize`` and the
+dispatcher's two steps with a session (sans-IO), a :class:`StdioSession` with a fake
+writer (stdio framing and era selection),
 and the ASGI app, driven directly so that streams can be read event by event and
 disconnected (``legacy_schema.ASGIExchange``). Every legacy message received is validated
-against the 2025-11-25 schema, every modern one against the 2026-07-28 schema.
+with the official 2025-11-25 wire models, every modern one with the 2026-07-28 models.
 
-CHECKLIST "Legacy era" Y01-Y20 and §19 Q13-Q15, Q18.
+The rules are those of ``docs/decisions.md`` ("Eras").
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from legacy_schema import (
     notification,
 )
 from mcpserve import Server
-from mcpserve.server import sessions as sessions_module
+from mcpserve.protocol.errors import MCPError
+from mcpserve.protocol.jsonrpc import error_response
+from mcpserve.transports import http_legacy as sessions_module
 from mcpserve.transports.http import HTTPApp
 from mcpserve.transports.stdio import StdioSession
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION, build
@@ -150,13 +153,20 @@ Serve = Callable[..., Awaitable[Served]]
 
 @pytest.fixture
 async def serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncIterator[Serve]:
-    """``await serve(**server_options)``: a fresh server, running until the test ends."""
+    """``await serve(**options)``: a fresh server, running until the test ends. The HTTP
+    app's options (``max_sessions``, ``session_idle_seconds``) go to ``http_app``, the rest
+    to the server."""
     monkeypatch.setenv("MCPSERVE_TEST_MARKER_DIR", str(tmp_path))
     async with contextlib.AsyncExitStack() as stack:
 
         async def make(**options: Any) -> Served:
+            app_options = {
+                key: options.pop(key)
+                for key in ("max_sessions", "session_idle_seconds")
+                if key in options
+            }
             server = build(**options)
-            app = server.http_app()
+            app = server.http_app(**app_options)
             await stack.enter_async_context(server.running())
             served = Served(server, app, tmp_path, stack)
             # Unwound first to last: stdio sessions, then HTTP clients and sessions, then
@@ -186,10 +196,15 @@ def text_of(result: dict[str, Any]) -> str:
 async def sans_io(
     server: Server, message: dict[str, Any], session: Any, send: Any = None
 ) -> dict[str, Any]:
-    """``server.legacy.handle``, with the answer validated as legacy."""
-    assert server.legacy is not None
-    response = await server.legacy.handle(message, session, send)
-    assert response is not None
+    """A request inside ``session``, through the dispatcher's two steps, with the answer
+    validated as legacy."""
+    dispatcher = server.dispatcher
+    try:
+        prepared = dispatcher.prepare(message, session=session, send=send)
+    except MCPError as exc:
+        response = error_response(message["id"], exc)
+    else:
+        response = await dispatcher.execute(prepared)
     legacy_schema.check_response(message["method"], response)
     return response
 
@@ -337,13 +352,18 @@ async def test_modern_messages_stay_modern_inside_a_stdio_session(serve: Serve) 
     old = await stdio.ask(legacy_request("l1", "tools/list"))
     assert "resultType" not in old["result"]
     tools = {tool["name"]: tool for tool in old["result"]["tools"]}
-    assert "outputSchema" not in tools["count"]
+    # A 2025-era outputSchema is an object: the number is wrapped as "result".
+    assert tools["count"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
 
     modern = await stdio.ask(request("m2", "tools/call", {"name": "count", "arguments": {"n": 7}}))
     assert modern["result"]["structuredContent"] == 7
     assert modern["result"]["resultType"] == "complete"
     old = await stdio.ask(legacy_call("l2", "count", {"n": 7}))
-    assert "structuredContent" not in old["result"]
+    assert old["result"]["structuredContent"] == {"result": 7}
 
     # Modern errors stay modern (Y03): a legacy version in _meta is -32022.
     stdio.checker.expect_modern("m3")
@@ -467,14 +487,21 @@ async def test_structured_content_rules_for_legacy_tools(serve: Serve) -> None:
     session = new_session(server)
     listed = await sans_io(server, legacy_request(1, "tools/list"), session)
     tools = {tool["name"]: tool for tool in listed["result"]["tools"]}
-    assert "outputSchema" not in tools["count"]
+    assert tools["count"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
     assert tools["add"]["outputSchema"] == {
         "type": "object",
         "properties": {"total": {"type": "integer"}},
         "required": ["total"],
     }
     counted = await sans_io(server, legacy_call(2, "count", {"n": 41}), session)
-    assert counted["result"] == {"content": [{"type": "text", "text": "41"}]}
+    assert counted["result"] == {
+        "content": [{"type": "text", "text": "41"}],
+        "structuredContent": {"result": 41},
+    }
     added = await sans_io(server, legacy_call(3, "add", {"a": 2, "b": 3}), session)
     assert added["result"]["structuredContent"] == {"total": 5}
     assert text_of(added["result"]) == '{"total":5}'
@@ -797,8 +824,7 @@ async def test_notifications_and_responses_are_202(serve: Serve) -> None:
         reply = await client.post(message)
         assert reply.status == 202
         assert reply.messages == []
-    session = served.sessions.get(client.session_id)
-    assert session.initialized
+    assert served.sessions.get(client.session_id) is not None
 
 
 @pytest.mark.parametrize("version", ["2026-07-28", "2024-11-05", "banana"])

@@ -223,8 +223,12 @@ async def test_tools(target: Target) -> None:
             assert tools["add"].description == "Add two integers (structured result)."
             assert tools["add"].output_schema is not None
             assert tools["add"].output_schema["properties"] == {"total": {"type": "integer"}}
-            if legacy:  # legacy output schemas are objects only
-                assert tools["count"].output_schema is None
+            if legacy:  # legacy output schemas are objects: the number comes wrapped
+                assert tools["count"].output_schema == {
+                    "type": "object",
+                    "properties": {"result": {"type": "integer"}},
+                    "required": ["result"],
+                }
             else:
                 assert tools["count"].output_schema == {"type": "integer"}
 
@@ -234,7 +238,7 @@ async def test_tools(target: Target) -> None:
             assert only_text(added) == '{"total":5}'
             counted = await client.call_tool("count", {"n": 9})
             assert only_text(counted) == "9"
-            assert counted.structured_content == (None if legacy else 9)
+            assert counted.structured_content == ({"result": 9} if legacy else 9)
             echoed = await client.call_tool("echo", {"text": "héllo"})
             assert only_text(echoed) == "héllo"
             failed = await client.call_tool("fail", {"reason": mode})

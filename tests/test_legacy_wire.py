@@ -143,10 +143,17 @@ async def test_stdio_legacy_wire() -> None:
         # Results in legacy shapes.
         listed = await ask(proc, legacy_request(2, "tools/list"))
         tools = {tool["name"]: tool for tool in listed["result"]["tools"]}
-        assert "outputSchema" not in tools["count"]
+        assert tools["count"]["outputSchema"] == {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+        }
         assert tools["add"]["outputSchema"]["type"] == "object"
         counted = await ask(proc, legacy_call(3, "count", {"n": 5}))
-        assert counted["result"] == {"content": [{"type": "text", "text": "5"}]}
+        assert counted["result"] == {
+            "content": [{"type": "text", "text": "5"}],
+            "structuredContent": {"result": 5},
+        }
         added = await ask(proc, legacy_call(4, "add", {"a": 20, "b": 22}))
         assert added["result"]["structuredContent"] == {"total": 42}
         missing = await ask(proc, legacy_request(5, "resources/read", {"uri": "file:///no"}))

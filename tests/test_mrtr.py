@@ -349,11 +349,44 @@ async def test_unknown_extra_input_response_keys_are_ignored(connect):
 
 
 async def test_retry_without_request_state_but_with_the_right_key_completes(connect):
+    """Round one needs no state: the official suite's ignore-extra-params check sends the
+    first question's answer (and unknown keys) without one."""
     async with connect(greeting_server()) as client:
         result = await call(
             client, "greet", responses={"user_name": ALICE, "unknown_extra": {"action": "accept"}}
         )
     assert text_of(result) == "Hello, Alice!"
+
+
+def two_question_server() -> Server:
+    server = Server("mrtr")
+
+    @server.tool
+    async def confirm_delete(ctx: Context) -> str:
+        who = await ctx.elicit("Whose files?", UserName, key="owner")
+        sure = await ctx.elicit(f"Delete every file of {who.data.name}?", Color, key="sure")
+        return f"deleted for {who.data.name}: {sure.data.color}"
+
+    return server
+
+
+@pytest.mark.parametrize("state", ["absent", None])
+async def test_later_questions_are_not_answered_without_the_state_that_asked_them(connect, state):
+    """Without a state (absent, or null) a retry is round one: a client cannot answer the
+    second question before the server asked it, however it names the key."""
+    answers = {"owner": ALICE, "sure": {"action": "accept", "content": {"color": "yes"}}}
+    params: dict[str, Any] = {"name": "confirm_delete", "arguments": {}, "inputResponses": answers}
+    if state is None:
+        params["requestState"] = None
+    async with connect(two_question_server()) as client:
+        first = await client.request("tools/call", params, capabilities=EVERYTHING)
+        assert first["resultType"] == "input_required"
+        assert list(first["inputRequests"]) == ["sure"]  # the owner's answer was taken
+        done = await call(
+            client, "confirm_delete", responses={"sure": answers["sure"]},
+            state=first["requestState"],
+        )  # fmt: skip
+    assert text_of(done) == "deleted for Alice: yes"
 
 
 async def test_automatic_keys_name_each_call_in_order(connect):

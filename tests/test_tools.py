@@ -248,8 +248,10 @@ async def test_parameterless_tool_publishes_a_closed_object_schema(connect: Any)
     def now() -> str:
         return "noon"
 
+    # "properties" too: smolagents' adapter fails on an object schema without it.
     assert await input_schema(connect, server, "now") == {
         "type": "object",
+        "properties": {},
         "additionalProperties": False,
     }
 
@@ -267,7 +269,9 @@ async def test_parameterless_tool_runs_without_arguments_and_refuses_any(connect
 
     assert texts(plain) == ["noon"]
     assert extra["isError"] is True
-    assert texts(extra) == ["Tool now takes no arguments; got: when"]
+    assert texts(extra) == [
+        "Invalid arguments for tool now: this tool takes no arguments; got: when"
+    ]
 
 
 async def test_context_parameter_is_left_out_of_the_input_schema(connect: Any) -> None:

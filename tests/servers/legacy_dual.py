@@ -226,11 +226,18 @@ def _from_env() -> Server:
     options: dict[str, Any] = {"legacy": env.get("MCPSERVE_TEST_LEGACY", "1") != "0"}
     if "MCPSERVE_TEST_LEGACY_TIMEOUT" in env:
         options["legacy_client_timeout_seconds"] = float(env["MCPSERVE_TEST_LEGACY_TIMEOUT"])
+    return build(**options)
+
+
+def _http_options() -> dict[str, Any]:
+    """Options of the HTTP app (sessions are an HTTP matter), from the environment."""
+    env = os.environ
+    options: dict[str, Any] = {}
     if "MCPSERVE_TEST_MAX_SESSIONS" in env:
         options["max_sessions"] = int(env["MCPSERVE_TEST_MAX_SESSIONS"])
     if "MCPSERVE_TEST_SESSION_IDLE" in env:
         options["session_idle_seconds"] = float(env["MCPSERVE_TEST_SESSION_IDLE"])
-    return build(**options)
+    return options
 
 
 class WireRecorder:
@@ -292,11 +299,11 @@ class WireRecorder:
 
 def serve_http(server: Server, port: int, wire_log: str | None) -> None:
     if not wire_log:
-        server.run("http", host="127.0.0.1", port=port, log_level="warning")
+        server.run("http", host="127.0.0.1", port=port, log_level="warning", **_http_options())
         return
     import uvicorn
 
-    app = WireRecorder(server.http_app("/mcp", bind_host="127.0.0.1"), wire_log)
+    app = WireRecorder(server.http_app("/mcp", bind_host="127.0.0.1", **_http_options()), wire_log)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
     uvicorn.Server(config).run()
 

@@ -1,4 +1,4 @@
-"""Comparing what a request's client declared with what a feature needs (CHECKLIST B19, M04).
+"""Comparing what a request's client declared with what a feature needs.
 
 Capabilities are nested objects: ``{"sampling": {"tools": {}}}`` needs ``sampling`` and,
 inside it, ``tools``. An empty object needs only the key itself. One spec rule is special:

@@ -1,40 +1,61 @@
-"""The path a message takes from a transport to a handler and back.
+"""The path every request takes, from a transport to a handler and back.
 
-``Dispatcher.handle`` is the whole request surface for the 2026-07-28 wire:
+Whatever the transport and the era, a request goes through the two steps of
+:class:`Dispatcher`.
 
-1. classify the envelope (-32600 for anything that is not one request or notification);
-2. read ``params._meta`` (-32602 when the version or client capabilities are missing);
-3. check the protocol version (-32022 naming the supported ones);
-4. find the method (-32601);
-5. await the handler, which returns a fresh result dict;
-6. stamp the result with ``resultType`` and ``_meta["io.modelcontextprotocol/serverInfo"]``.
+``prepare(message)``, synchronous and without I/O, turns one decoded request into a
+:class:`Request` ready to run, or raises the :class:`MCPError` to answer instead:
 
-Steps 2-4 are public methods too, so the HTTP transport can interleave its header checks in
-the order documented in ``docs/reference.md``. Nothing here does I/O: request-scoped
-notifications leave through the ``send`` callable a transport passes in, and the returned
-response is the transport's to write. Notifications and client responses return ``None``;
-a transport that cares about one (stdio and ``notifications/cancelled``) reads it itself.
+1. the era. A request inside a handshake-era :class:`~.legacy.Session` (the transport says
+   so, by passing it; :func:`.legacy.is_legacy` is the rule) takes its protocol facts from
+   the session and its handler from the legacy table. Every other request is on the
+   2026-07-28 wire, and a legacy ``initialize`` reaching this far is refused;
+2. ``checks.envelope``: the transport's own rules on the message (HTTP: the headers are
+   present and equal the body; -32020);
+3. ``params._meta`` is read (-32602 when the version or client capabilities are missing);
+4. the protocol version is one we speak (-32022 naming the supported ones);
+5. the method is found (-32601), and its handler looks up the target the request names
+   (a tool, by name): once, for the checks and the handler alike;
+6. ``checks.target``: the transport's rules on that target (HTTP: ``Mcp-Name`` and
+   ``Mcp-Param-*``; -32020);
+7. whether the handler may run inline: one that can never wait (a list, a plain function
+   run on the loop) needs no task, no stream and no disconnect watcher.
+
+``execute(request)`` awaits the handler, in the context the server makes for the request, and
+returns the response: the result, or the error any exception becomes
+(:func:`~.errors.error_from_exception`). ``execute_inline`` does the same here and now for a
+request marked inline; it runs the same handler code, minus the coroutines.
+
+Results are stamped on the way out: ``resultType`` and the reserved ``serverInfo`` ``_meta``
+key on the 2026-07-28 wire, the legacy conversion (:mod:`.legacy`) for a session. Nothing
+here does I/O: notifications leave through the ``send`` callable a transport puts on the
+request, and the response is the transport's to write.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from . import constants as c
-from .errors import MCPError, MethodNotFound, UnsupportedProtocolVersion, error_from_exception
-from .jsonrpc import (
-    JSONDict,
-    Kind,
-    RequestId,
-    classify,
-    error_response,
-    readable_id,
+from .errors import (
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    UnsupportedProtocolVersion,
+    error_from_exception,
 )
-from .meta import InvalidMeta, RequestMeta, read_meta
+from .jsonrpc import JSONDict, Kind, RequestId, classify, error_response, readable_id
+from .legacy import Session, legacy_error, legacy_result
+from .meta import InvalidMeta, RequestMeta, has_modern_meta, read_meta
 from .records import Record
 
 Send = Callable[[JSONDict], Awaitable[None]]
+#: Sends one request to the client (``{"method", "params"}``) and returns its result: how a
+#: handshake-era transport asks the client mid-request. ``None`` on the 2026-07-28 wire,
+#: where a question ends the attempt with ``input_required`` instead.
+AskClient = Callable[[JSONDict], Awaitable[JSONDict]]
 _SERVER_INFO = c.META_SERVER_INFO
 
 
@@ -52,11 +73,12 @@ ANONYMOUS = Auth()
 
 
 class Request:
-    """One validated request, as a handler sees it."""
+    """One prepared request: what it asks, what it found, and how to talk back."""
 
     # A plain class, not a dataclass: generating dataclass methods at import costs a
     # noticeable share of a stdio server's cold start (~0.3 ms per class on Python 3.11).
-    __slots__ = ("auth", "id", "meta", "method", "params", "send", "session")
+    __slots__ = ("ask", "auth", "handler", "id", "inline", "meta", "method", "params", "send",
+                 "session", "target")  # fmt: skip
 
     def __init__(
         self,
@@ -66,46 +88,153 @@ class Request:
         meta: RequestMeta,
         send: Send | None = None,
         auth: Auth = ANONYMOUS,
-        session: Any = None,
+        handler: Handler[Any] | None = None,
+        target: Any = None,
+        session: Session | None = None,
+        ask: AskClient | None = None,
     ) -> None:
         self.id = id
         self.method = method
         self.params = params
         self.meta = meta
+        #: Where notifications related to this request go; None when nothing can carry them.
         self.send = send
         self.auth = auth
-        #: The legacy-era session this request belongs to (None on the 2026-07-28 wire).
+        self.handler = handler
+        #: What the request names, looked up once by its handler (a tool for ``tools/call``).
+        self.target = target
+        #: The handshake-era session the request belongs to; None on the 2026-07-28 wire.
         self.session = session
+        self.ask = ask
+        #: Set by ``prepare``: the handler never waits, so it may run without a task.
+        self.inline = False
 
     def __repr__(self) -> str:
         return f"Request(id={self.id!r}, method={self.method!r})"
 
 
-Handler = Callable[[Request], Awaitable[JSONDict]]
+class HandlerContext(Protocol):
+    """What the dispatcher needs of the context a server makes for each request."""
+
+    def mark_cancelled(self) -> None: ...
 
 
-class Dispatcher:
-    """Routes validated requests through one method table."""
+C = TypeVar("C", bound=HandlerContext)
+
+
+class Handler(Generic[C]):
+    """One entry of a method table.
+
+    ``call`` answers in a coroutine. ``call_inline``, when given, answers here and now (it
+    may still return an awaitable in the odd case); ``inline_when(target)`` says whether it
+    may for this request (default: always). ``resolve(params)`` looks up what the request
+    names, or returns None: errors about it are the handler's to raise, after the transport's
+    checks have run.
+    """
+
+    __slots__ = ("call", "call_inline", "inline_when", "resolve")
 
     def __init__(
         self,
-        methods: Mapping[str, Handler],
+        call: Callable[[C], Awaitable[JSONDict]] | None = None,
         *,
+        call_inline: Callable[[C], JSONDict | Awaitable[JSONDict]] | None = None,
+        inline_when: Callable[[Any], bool] | None = None,
+        resolve: Callable[[JSONDict], Any] | None = None,
+    ) -> None:
+        if call is None:
+            if call_inline is None:
+                raise TypeError("a Handler needs call or call_inline")
+            call = _awaiting(call_inline)
+        self.call = call
+        self.call_inline = call_inline
+        self.inline_when = inline_when
+        self.resolve = resolve
+
+
+def _awaiting(call_inline: Callable[[C], JSONDict | Awaitable[JSONDict]]) -> Callable[[C], Any]:
+    async def call(ctx: C) -> JSONDict:
+        result = call_inline(ctx)
+        return result if isinstance(result, dict) else await result
+
+    return call
+
+
+class Checks(Protocol):
+    """A transport's own rules for a 2026-07-28 request, run at two points of ``prepare``."""
+
+    def envelope(self, message: JSONDict) -> None:
+        """Before ``_meta`` is read: rules on the message as received."""
+
+    def target(self, request: Request) -> None:
+        """After the method and its target are known."""
+
+
+class Dispatcher(Generic[C]):
+    """Prepares and executes requests through one method table per era."""
+
+    def __init__(
+        self,
+        handlers: Mapping[str, Handler[C]],
+        *,
+        context: Callable[[Request], C],
         server_info: JSONDict | None,
         versions: Sequence[str] = c.MODERN_VERSIONS,
+        legacy_handlers: Mapping[str, Handler[C]] | None = None,
         legacy_versions: Sequence[str] = (),
     ) -> None:
-        self.methods = methods
+        self.handlers = handlers
+        self.legacy_handlers = legacy_handlers or {}
         self.versions = frozenset(versions)
         self.legacy_versions = frozenset(legacy_versions)
         self.supported_versions = [*versions, *legacy_versions]
+        self._context = context
         self._server_info = dict(server_info) if server_info else None
 
-    # -- the steps, in order -------------------------------------------------------------
+    # -- step 1: prepare -----------------------------------------------------------------
+
+    def prepare(
+        self,
+        message: JSONDict,
+        *,
+        send: Send | None = None,
+        auth: Auth = ANONYMOUS,
+        checks: Checks | None = None,
+        session: Session | None = None,
+        ask: AskClient | None = None,
+    ) -> Request:
+        """A classified request, ready to execute; raises the :class:`MCPError` to answer."""
+        method: str = message["method"]
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if session is not None:
+            meta = session.meta(params)
+            handler = self.legacy_handlers.get(method)
+        else:
+            if method == "initialize" and not has_modern_meta(params):
+                raise self.handshake_refusal(params)
+            if checks is not None:
+                checks.envelope(message)
+            meta = self.read_meta(params)
+            self.check_version(meta)
+            handler = self.handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method[:100]}")
+        target = None if handler.resolve is None else handler.resolve(params)
+        # Positional: this runs once per request, and keyword arguments cost more.
+        request = Request(message["id"], method, params, meta, send, auth, handler, target,
+                          session, ask)  # fmt: skip
+        if checks is not None:
+            checks.target(request)
+        if handler.call_inline is not None:
+            inline_when = handler.inline_when
+            request.inline = inline_when is None or inline_when(target)
+        return request
 
     def read_meta(self, params: JSONDict) -> RequestMeta:
         """:func:`read_meta`, with the supported versions named in a missing-``_meta`` error
-        so a client without ``_meta`` learns what to send (§19-Q15)."""
+        so a client without ``_meta`` learns what to send."""
         try:
             return read_meta(params)
         except InvalidMeta as exc:
@@ -125,66 +254,9 @@ class Dispatcher:
             )
         raise UnsupportedProtocolVersion(version[:64], self.supported_versions, message)
 
-    def lookup(self, method: str) -> Handler:
-        handler = self.methods.get(method)
-        if handler is None:
-            raise MethodNotFound(f"Method not found: {method[:100]}")
-        return handler
-
-    def finish(self, result: JSONDict) -> JSONDict:
-        """Stamp a handler's (fresh, owned) result dict with the protocol fields."""
-        if "resultType" not in result:
-            result["resultType"] = "complete"
-        if self._server_info is not None:
-            # Fresh dicts each time: a caller may edit a response without touching the next.
-            meta = {_SERVER_INFO: self._server_info.copy()}
-            own = result.get("_meta")
-            result["_meta"] = meta if own is None else {**meta, **own}
-        return result
-
-    # -- the whole path ------------------------------------------------------------------
-
-    async def execute(self, handler: Handler, request: Request) -> JSONDict:
-        """Run a looked-up handler and build its response (result or error)."""
-        try:
-            result = await handler(request)
-        except Exception as exc:  # CancelledError is not an Exception: it propagates.
-            return self.failure(request.id, exc)
-        return self.success(request.id, result)
-
-    def success(self, request_id: RequestId, result: JSONDict) -> JSONDict:
-        return {"jsonrpc": "2.0", "id": request_id, "result": self.finish(result)}
-
-    def failure(self, request_id: RequestId, exc: Exception) -> JSONDict:
-        return error_response(request_id, error_from_exception(exc))
-
-    async def handle(
-        self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
-    ) -> JSONDict | None:
-        """Answer one decoded message; ``None`` for notifications and client responses."""
-        try:
-            kind = classify(message)
-        except MCPError as exc:
-            return error_response(readable_id(message), exc)
-        if kind is not Kind.REQUEST:
-            return None
-        request_id: RequestId = message["id"]
-        try:
-            params = message.get("params")
-            if params is None:
-                params = {}
-            method = message["method"]
-            if method == "initialize" and not has_modern_meta(params):
-                raise self.handshake_refusal(params)
-            meta = self.read_meta(params)
-            self.check_version(meta)
-            handler = self.lookup(method)
-        except MCPError as exc:
-            return error_response(request_id, exc)
-        return await self.execute(handler, Request(request_id, method, params, meta, send, auth))
-
     def handshake_refusal(self, params: JSONDict) -> UnsupportedProtocolVersion:
-        """What a modern-only server says to a legacy ``initialize`` (CHECKLIST V08)."""
+        """What a legacy ``initialize`` gets here: this server (or this wire) has no session
+        for it. Its message names the versions to use instead."""
         requested = params.get("protocolVersion")
         requested = requested[:64] if isinstance(requested, str) else ""
         versions = ", ".join(self.supported_versions)
@@ -195,8 +267,83 @@ class Dispatcher:
             f"{versions}",
         )
 
+    # -- step 2: execute -----------------------------------------------------------------
 
-def has_modern_meta(params: JSONDict) -> bool:
-    """Whether a request carries 2026-07-28 per-request ``_meta`` (CHECKLIST Y01)."""
-    meta = params.get("_meta")
-    return isinstance(meta, dict) and c.META_PROTOCOL_VERSION in meta
+    async def execute(self, request: Request) -> JSONDict:
+        """Run a prepared request's handler and build its response (result or error)."""
+        ctx = self._context(request)
+        assert request.handler is not None
+        try:
+            result = await request.handler.call(ctx)
+        except asyncio.CancelledError:
+            ctx.mark_cancelled()  # wakes worker threads polling ctx.cancelled
+            raise
+        except Exception as exc:
+            return self.failure(request, exc)
+        return self.success(request, result)
+
+    def execute_inline(self, request: Request) -> JSONDict | Awaitable[JSONDict]:
+        """:meth:`execute` for a request ``prepare`` marked inline, here and now.
+
+        An awaitable comes back only when the handler's plain function returned one.
+        """
+        ctx = self._context(request)
+        call_inline = request.handler.call_inline  # type: ignore[union-attr]
+        assert call_inline is not None
+        try:
+            result = call_inline(ctx)
+        except Exception as exc:
+            return self.failure(request, exc)
+        if isinstance(result, dict):
+            return self.success(request, result)
+        return self._finish(request, result)
+
+    async def _finish(self, request: Request, pending: Awaitable[JSONDict]) -> JSONDict:
+        try:
+            result = await pending
+        except Exception as exc:
+            return self.failure(request, exc)
+        return self.success(request, result)
+
+    def success(self, request: Request, result: JSONDict) -> JSONDict:
+        """The response carrying a handler's (fresh, owned) result dict."""
+        if request.session is not None:
+            result = legacy_result(request.method, result)
+        else:
+            if "resultType" not in result:
+                result["resultType"] = "complete"
+            if self._server_info is not None:
+                # Fresh dicts each time: a caller may edit a response without touching the next.
+                meta = {_SERVER_INFO: self._server_info.copy()}
+                own = result.get("_meta")
+                result["_meta"] = meta if own is None else {**meta, **own}
+        return {"jsonrpc": "2.0", "id": request.id, "result": result}
+
+    def failure(self, request: Request, exc: Exception) -> JSONDict:
+        """The error response ``exc`` becomes (masked unless it is an :class:`MCPError`)."""
+        error = error_from_exception(exc).to_wire()
+        if request.session is not None:
+            error = legacy_error(request.method, error)
+        return {"jsonrpc": "2.0", "id": request.id, "error": error}
+
+    # -- both steps, for callers with no rules of their own ------------------------------
+
+    async def handle(
+        self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
+    ) -> JSONDict | None:
+        """Answer one decoded 2026-07-28 message; ``None`` for notifications and responses."""
+        try:
+            if classify(message) is not Kind.REQUEST:
+                return None
+            request = self.prepare(message, send=send, auth=auth)
+        except MCPError as exc:
+            return error_response(readable_id(message), exc)
+        if request.inline:
+            answer = self.execute_inline(request)
+            return answer if isinstance(answer, dict) else await answer
+        return await self.execute(request)
+
+
+def refuse_duplicate_id(request_id: RequestId) -> InvalidRequest:
+    """The error for a request reusing the id of one still running on the same connection."""
+    return InvalidRequest("Invalid request: this id is already in flight")

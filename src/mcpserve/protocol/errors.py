@@ -110,11 +110,14 @@ def new_ref() -> str:
 def error_from_exception(exc: BaseException) -> MCPError:
     """Turn any exception into the error the peer may see.
 
-    An :class:`MCPError` passes through. Anything else is logged here with a
-    correlation id; the peer gets that id and nothing of the exception itself.
+    An :class:`MCPError` passes through, and a :class:`ToolError` raised outside a tool
+    keeps its message (written for the peer) as an internal error. Anything else is logged
+    here with a correlation id; the peer gets that id and nothing of the exception itself.
     """
     if isinstance(exc, MCPError):
         return exc
+    if isinstance(exc, ToolError):
+        return InternalError(str(exc))
     ref = new_ref()
     logger.error("Unhandled error (ref %s)", ref, exc_info=exc)
     return InternalError(f"Internal error (ref {ref})")

@@ -6,7 +6,8 @@ rules are checked here, whatever the transport, so a schema is published only wh
 
 Decisions
 ---------
-* ``x-mcp-header`` (``server/tools.mdx`` § x-mcp-header; CHECKLIST T21) only on properties
+* ``x-mcp-header`` (``server/tools.mdx`` § x-mcp-header; ``docs/decisions.md``,
+  "x-mcp-header") only on properties
   directly under the root ``properties``: the final spec also allows pure ``properties``
   chains, but SEP-2243's conformance table rejects nested properties, and one level keeps the
   per-call lookup to one dict access. ``type`` must be the single string ``"string"``,
@@ -39,7 +40,7 @@ _SCHEMA_MAPS: Final = frozenset(
 
 
 def header_annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """``(property, header, type)`` per ``x-mcp-header`` annotation, after checking every T21
+    """``(property, header, type)`` per ``x-mcp-header`` annotation, after checking every
     rule (raises :class:`ValueError` naming the property and the broken rule)."""
     try:
         encoded: bytes | None = orjson.dumps(schema)
@@ -51,7 +52,7 @@ def header_annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def _annotations(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """``(property, header, type)`` per annotation, after checking every T21 rule."""
+    """``(property, header, type)`` per annotation, after checking every rule."""
     if _ANNOTATION in schema:
         raise ValueError(f"{_ANNOTATION} is not allowed on the schema root, only on a property")
     raw_props = schema.get("properties")

@@ -8,13 +8,14 @@ intermediaries can route without parsing JSON (``basic/transports/streamable-htt
 disagreement is a security problem: it raises :class:`~mcpserve.protocol.errors.HeaderMismatch`
 (-32020; the transport answers HTTP 400, § Server Validation). Everything here is a pure
 function of the header mapping (lower-cased names, latin-1 values, as ASGI delivers them) and
-the decoded body. The transport follows ``CHECKLIST.md`` §19-Q3: :func:`check_required_headers`
-(presence); ``_meta`` check (-32602, elsewhere); :func:`check_header_values` with
-``include_name=False``; version supported and method known (elsewhere); then
-:func:`check_name_header` and, for ``tools/call``, :func:`check_param_headers`.
-:func:`check_routing_headers` does the standard-header steps at once. ``x-mcp-header`` is
-validated once at registration (:mod:`.header_annotations`), so per request only dict
-lookups and compares remain.
+the decoded body. The order (``docs/decisions.md``, "Check order on HTTP"):
+:func:`check_required_headers` (presence) and :func:`check_header_values` with
+``include_name=False``; then ``_meta`` (-32602), version supported and method known
+(elsewhere); then :func:`check_name_header` and, for ``tools/call``,
+:func:`check_param_headers`. ``x-mcp-header`` is validated once at registration
+(:mod:`.header_annotations`), so per request only dict lookups and compares remain.
+:class:`HeaderChecks` plugs these rules into the dispatcher (``protocol/core.py``) as one
+request's checks.
 
 Decisions
 ---------
@@ -31,9 +32,11 @@ Decisions
   (``resources/read``) or ``params.taskId`` (``tasks/get|update|cancel``;
   ``seps/2663-tasks-extension.md`` § Routing Headers). A missing or non-string body value is
   not checked: params validation rejects that request (-32602), so nothing runs under it.
-* The version header is compared only when ``_meta`` holds a string (a missing one is -32602,
-  §19-Q3). Treating a missing header as legacy (§19-Q13) is decided before these checks run.
-* Notifications (§19-Q6): ``Mcp-Method`` is optional, but if sent it must equal the method.
+* The version header is compared only when ``_meta`` holds a string (a missing one is
+  -32602, checked next). Treating a missing header as legacy (``docs/decisions.md``, "A
+  missing MCP-Protocol-Version") is decided before these checks run.
+* Notifications (``docs/decisions.md``, "Notifications over HTTP"): ``Mcp-Method`` is
+  optional, but if sent it must equal the method.
 * ``Mcp-Param-*``: a number for an ``integer`` property compares numerically and exactly
   (``Decimal``, no float rounding) with a header in JSON number syntax: ``42``, ``42.0`` and
   ``4.2e1`` equal 42; ``+42``, ``042``, ``0x2a`` and ``4_2`` do not. Any other value compares
@@ -52,7 +55,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, DecimalException
 from typing import Any, Final
 
@@ -199,7 +202,7 @@ def _params(message: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def check_required_headers(headers: Mapping[str, str], message: Mapping[str, Any]) -> None:
-    """Step 1 of §19-Q3: ``MCP-Protocol-Version`` and ``Mcp-Method`` are present."""
+    """``MCP-Protocol-Version`` and ``Mcp-Method`` are present (the first header check)."""
     if PROTOCOL_VERSION_HEADER not in headers:
         raise _missing("MCP-Protocol-Version")
     if METHOD_HEADER not in headers:
@@ -241,14 +244,8 @@ def check_name_header(headers: Mapping[str, str], message: Mapping[str, Any]) ->
         raise _mismatch("Mcp-Name", sent, expected)
 
 
-def check_routing_headers(headers: Mapping[str, str], message: Mapping[str, Any]) -> None:
-    """All standard-header checks for a JSON-RPC request (not ``Mcp-Param-*``)."""
-    check_required_headers(headers, message)
-    check_header_values(headers, message)
-
-
 def check_notification_headers(headers: Mapping[str, str], message: Mapping[str, Any]) -> None:
-    """Notifications (§19-Q6): ``Mcp-Method`` may be absent, but if sent it must match."""
+    """Notifications: ``Mcp-Method`` may be absent, but if sent it must match."""
     _check_method(headers, message, required=False)
 
 
@@ -301,3 +298,97 @@ def _param_matches(sent: str, value: Any, kind: str | None) -> bool:
         except DecimalException:  # an exponent beyond Decimal's range
             return False
     return sent == _render(value)
+
+
+# --------------------------------------------------------------------------- one request
+
+
+def header_bytes(raw: Sequence[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """ASGI headers as a dict of lower-case names to values, still bytes: what the hot path
+    looks up. Repeated headers are joined as in :func:`decode_headers`."""
+    headers = dict(raw)
+    if len(headers) == len(raw) and b"".join(headers).islower():
+        return headers
+    return {k.encode("latin-1"): v.encode("latin-1") for k, v in decode_headers(raw).items()}
+
+
+def decode_headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """ASGI headers as a dict of lower-case names; repeated headers are joined with ", "."""
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+    if len(headers) != len(raw) or not "".join(headers).islower():
+        # Rare: a repeated header (every value must be seen: two Mcp-Name headers mismatch),
+        # or a server that does not lower-case names as the ASGI spec asks.
+        headers = {}
+        for raw_name, raw_value in raw:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+_VERSION_BYTES: Final = PROTOCOL_VERSION_HEADER.encode()
+_METHOD_BYTES: Final = METHOD_HEADER.encode()
+_NAME_BYTES: Final = NAME_HEADER.encode()
+
+
+class HeaderChecks:
+    """The rules above as the checks of one 2026-07-28 request (``protocol/core.Checks``).
+
+    ``headers`` are the raw bytes the hot path compares: headers that equal the body exactly
+    need no trimming or decoding. Only a rule that must see every header as text, or a value
+    that is not an exact match, decodes them (once).
+    """
+
+    __slots__ = ("_message", "_text", "headers", "raw")
+
+    def __init__(self, headers: Mapping[bytes, bytes], raw: Sequence[tuple[bytes, bytes]]) -> None:
+        self.headers = headers
+        self.raw = raw
+        self._text: dict[str, str] | None = None
+        self._message: Mapping[str, Any] = {}
+
+    def text(self) -> dict[str, str]:
+        if self._text is None:
+            self._text = decode_headers(self.raw)
+        return self._text
+
+    def envelope(self, message: Mapping[str, Any]) -> None:
+        """``MCP-Protocol-Version`` and ``Mcp-Method`` are present and equal the body."""
+        self._message = message
+        version = self.headers.get(_VERSION_BYTES)
+        method = self.headers.get(_METHOD_BYTES)
+        if version is None or method is None:
+            check_required_headers(self.text(), message)  # raises, naming the missing one
+            return
+        meta = _params(message).get("_meta")
+        body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+        sent_method = method.decode("latin-1")
+        sent_version = version.decode("latin-1")
+        if (
+            sent_method != message.get("method")
+            or sent_version != body_version
+            or sent_method != sent_method.strip()
+            or sent_version != sent_version.strip()
+        ):
+            check_header_values(self.text(), message, include_name=False)
+
+    def target(self, request: Any) -> None:
+        """``Mcp-Name`` equals what the body names; a tool's ``Mcp-Param-*`` its arguments."""
+        name = self.headers.get(_NAME_BYTES)
+        expected = name_for(request.method, request.params)
+        if expected is not None and (
+            name is None
+            or name.startswith(b"=?")
+            or not name.isascii()
+            or name.decode("latin-1") != expected
+        ):
+            check_name_header(self.text(), self._message)
+        tool = request.target if request.method == "tools/call" else None
+        if tool is not None and tool.header_params:
+            arguments = request.params.get("arguments")
+            check_param_headers(
+                self.text(),
+                arguments if isinstance(arguments, Mapping) else None,
+                tool.header_params,
+                tool.header_types,
+            )

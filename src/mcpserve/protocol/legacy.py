@@ -1,18 +1,21 @@
-"""The handshake era (2025-11-25, 2025-06-18, 2025-03-26): what differs on the wire.
+"""The handshake era (2025-11-25, 2025-06-18, 2025-03-26): which messages belong to it and
+what differs on their wire.
 
 A dual-era server answers both wires on one endpoint. Which era a message belongs to is
-decided per message (CHECKLIST Y01): per-request ``_meta`` means the 2026-07-28 wire,
-always, even inside a session; otherwise ``initialize`` starts a legacy session, and a
-message inside one (an initialized stdio process, or a live ``Mcp-Session-Id``) is legacy.
+decided per message by :func:`is_legacy` (``docs/decisions.md``, "Era per message"):
+per-request ``_meta`` means the 2026-07-28 wire, always, even inside a session; otherwise
+``initialize`` starts a handshake-era :class:`Session`, and a message inside one (an
+initialized stdio process, a live ``Mcp-Session-Id``) belongs to it.
 
-Handlers are shared: a legacy request runs through the same method table, with its
-protocol facts (version, client capabilities, log level) taken from the session instead
-of ``_meta``. This module converts the modern answers for a legacy peer (Y05, Y08):
+Handlers are shared: a legacy request runs through the same dispatcher, with its protocol
+facts (version, client capabilities, log level) taken from the session instead of
+``_meta`` (:meth:`Session.meta`). Its answer is converted for the legacy peer by
+:func:`legacy_result` and :func:`legacy_error`:
 
-* results lose ``resultType``, ``ttlMs``, ``cacheScope`` and the reserved ``serverInfo``
-  ``_meta`` key;
-* legacy tools declare only object output schemas and send only object
-  ``structuredContent``, so a tool returning a number keeps its text content only;
+* results lose ``resultType``, ``ttlMs`` and ``cacheScope`` and get no ``serverInfo``;
+* a legacy tool's ``outputSchema`` and ``structuredContent`` must be objects, so a tool whose
+  output is not one is published wrapped, ``{"result": <value>}``, with a matching schema
+  (what the official SDK does), and a handshake-era client gets structured output too;
 * a missing resource is -32002 (with ``data.uri``) instead of -32602.
 """
 
@@ -21,42 +24,110 @@ from __future__ import annotations
 from typing import Any
 
 from . import constants as c
+from .meta import RequestMeta, has_modern_meta
 
-#: What a legacy ``initialize`` gets when it asks for a version we do not speak (§19-Q14).
+#: What a legacy ``initialize`` gets when it asks for a version we do not speak.
 NEWEST_LEGACY = c.LEGACY_VERSIONS[0]
 RESOURCE_NOT_FOUND = -32002
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
 
 
+def is_legacy(message: dict[str, Any], *, in_session: bool) -> bool:
+    """Whether ``message`` belongs to the handshake era.
+
+    ``in_session`` is the transport's word that the message arrived inside a handshake-era
+    session (stdio: the process sent ``initialize``; HTTP: a session id, or a legacy
+    ``MCP-Protocol-Version``, came with it).
+    """
+    params = message.get("params")
+    if isinstance(params, dict) and has_modern_meta(params):
+        return False
+    return in_session or (message.get("method") == "initialize" and "id" in message)
+
+
 def negotiate(requested: object) -> str:
-    """The version a legacy ``initialize`` result names (lifecycle: echo it if supported)."""
+    """The version a legacy ``initialize`` result names: the requested one if we speak it."""
     if isinstance(requested, str) and requested in c.LEGACY_VERSIONS:
         return requested
     return NEWEST_LEGACY
 
 
+class Session:
+    """What a handshake-era client and the server agreed at ``initialize``, and the state the
+    era keeps per session: the log level and the resources subscribed to.
+
+    Plain data, so any transport (or a store shared between processes) can hold it.
+    """
+
+    __slots__ = ("client_capabilities", "client_info", "log_level", "resource_subscriptions",
+                 "version")  # fmt: skip
+
+    def __init__(
+        self,
+        version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None = None,
+    ) -> None:
+        self.version = version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        #: Set by ``logging/setLevel``; clients that never set one still hear info and above.
+        self.log_level: str | None = None
+        self.resource_subscriptions: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"Session(version={self.version!r})"
+
+    def meta(self, params: dict[str, Any]) -> RequestMeta:
+        """A request's protocol facts: the session's, plus the request's own progress token."""
+        request_meta = params.get("_meta")
+        raw = request_meta if isinstance(request_meta, dict) else {}
+        token = raw.get("progressToken")
+        return RequestMeta(
+            self.version,
+            self.client_capabilities,
+            self.client_info,
+            self.log_level or "info",
+            token if type(token) in (str, int) else None,
+            None,
+            raw,
+        )
+
+    def wants_update(self, uri: str) -> bool:
+        """Whether a ``resources/updated`` for ``uri`` concerns this session's subscriptions."""
+        return any(
+            uri == sub or uri.startswith(sub.rstrip("/") + "/")
+            for sub in self.resource_subscriptions
+        )
+
+
 def legacy_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
-    """A modern result as a legacy peer expects it."""
-    result = {k: v for k, v in result.items() if k not in _MODERN_ONLY_FIELDS}
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and c.META_SERVER_INFO in meta:
-        meta = {k: v for k, v in meta.items() if k != c.META_SERVER_INFO}
-        if meta:
-            result["_meta"] = meta
-        else:
-            del result["_meta"]
+    """A handler's result, as a legacy peer expects it (the result is the caller's to change)."""
+    for key in _MODERN_ONLY_FIELDS:
+        result.pop(key, None)
     if method == "tools/list":
         result["tools"] = [legacy_tool(tool) for tool in result.get("tools", ())]
-    elif method == "tools/call" and not isinstance(result.get("structuredContent", {}), dict):
-        del result["structuredContent"]
+    elif method == "tools/call" and "structuredContent" in result:
+        structured = result["structuredContent"]
+        if not isinstance(structured, dict):
+            result["structuredContent"] = {"result": structured}
     return result
 
 
 def legacy_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A ``tools/list`` entry whose output schema is not an object, wrapped as one."""
     schema = tool.get("outputSchema")
     if schema is None or schema.get("type") == "object":
         return tool
-    return {k: v for k, v in tool.items() if k != "outputSchema"}
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+    }
+    if "$defs" in schema:  # references from inside the wrapped schema still resolve at the root
+        wrapped["$defs"] = schema["$defs"]
+        wrapped["properties"] = {"result": {k: v for k, v in schema.items() if k != "$defs"}}
+    return {**tool, "outputSchema": wrapped}
 
 
 def legacy_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
@@ -70,11 +141,3 @@ def legacy_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
     ):
         return {**error, "code": RESOURCE_NOT_FOUND}
     return error
-
-
-def legacy_response(method: str, response: dict[str, Any]) -> dict[str, Any]:
-    if "result" in response:
-        return {**response, "result": legacy_result(method, response["result"])}
-    if "error" in response:
-        return {**response, "error": legacy_error(method, response["error"])}
-    return response

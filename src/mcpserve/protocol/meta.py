@@ -1,8 +1,8 @@
 """Per-request ``_meta``: the protocol fields every 2026-07-28 request carries.
 
-Nothing here is remembered between requests (CHECKLIST B16): the version, capabilities,
-client identity, log level, progress token and trace context are read from each request
-and live exactly as long as it does.
+Nothing here is remembered between requests, as the stateless revision requires: the
+version, capabilities, client identity, log level, progress token and trace context are read
+from each request and live exactly as long as it does.
 """
 
 from __future__ import annotations
@@ -103,3 +103,9 @@ def read_meta(params: dict[str, Any] | None) -> RequestMeta:
 
 
 _NO_TRACE: dict[str, str] = {}
+
+
+def has_modern_meta(params: dict[str, Any]) -> bool:
+    """Whether a request's params carry 2026-07-28 per-request ``_meta`` (the era rule)."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and c.META_PROTOCOL_VERSION in meta

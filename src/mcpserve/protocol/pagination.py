@@ -2,7 +2,8 @@
 
 A cursor encodes the offset of the next page. It is opaque to clients (base64url with a
 version tag), stable while the list is unchanged, and anything we did not mint is
-rejected with -32602 (CHECKLIST G03). The last page carries no ``nextCursor`` (G02).
+rejected with -32602. The last page carries no ``nextCursor`` (``docs/decisions.md``,
+"Cursors").
 """
 
 from __future__ import annotations

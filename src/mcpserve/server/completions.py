@@ -9,21 +9,18 @@ named ``arguments`` (the other arguments the client already filled in, from
         return [t for t in TOPICS if t.startswith(value)]
 
 It returns a list of strings or a :class:`Completion`. At most 100 values go on the wire
-(CHECKLIST C03); when there are more, ``total`` and ``hasMore`` say so.
+(the spec's cap); when there are more, ``total`` and ``hasMore`` say so.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import Any
 
+from ..protocol.errors import InvalidParams
 from .context import Context
-from .handlers import Invoker, make_invoker
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+from .registered import InvalidArguments, Pool, Registered
 
 MAX_VALUES = 100
 
@@ -37,68 +34,48 @@ class Completion:
     has_more: bool | None = None
 
 
-class Completer:
-    """A registered completion function, with how to call it."""
+class Completer(Registered):
+    """A registered completion function."""
 
-    # A plain class, like the other registrations (see :class:`~.tools.Tool`).
-    __slots__ = ("arguments_param", "context_param", "fn", "invoke", "value_param")
+    __slots__ = ("arguments_param", "value_param")
 
     def __init__(
-        self,
-        fn: Callable[..., Any],
-        invoke: Invoker,
-        value_param: str,
-        arguments_param: str | None,
-        context_param: str | None,
+        self, fn: Callable[..., Any], key: str, *, pool: Pool, blocking: bool | None = None
     ) -> None:
-        self.fn = fn
-        self.invoke = invoke
-        self.value_param = value_param
-        self.arguments_param = arguments_param
-        self.context_param = context_param
-
-    def __repr__(self) -> str:
-        return f"Completer(fn={self.fn!r})"
+        super().__init__(fn, key, pool=pool, blocking=blocking)
+        names = self.arguments.param_names
+        self.arguments_param = "arguments" if "arguments" in names else None
+        values = [name for name in names if name != "arguments"]
+        if not values:
+            raise TypeError(f"Completer {fn.__name__}() needs a parameter for the partial value")
+        self.value_param = values[0]
+        required = set(self.arguments.input_schema.get("required", ()))
+        for name in values[1:]:
+            if name in required:
+                raise TypeError(f"Completer {fn.__name__}() has an unexpected parameter {name}")
 
     @classmethod
     def from_function(
-        cls,
-        fn: Callable[..., Any],
-        *,
-        pool: Callable[[], ThreadPoolExecutor],
-        blocking: bool | None = None,
+        cls, fn: Callable[..., Any], key: str, *, pool: Pool, blocking: bool | None = None
     ) -> Completer:
-        hints = get_type_hints(fn)
-        value_param = arguments_param = context_param = None
-        for param in inspect.signature(fn).parameters.values():
-            hint = hints.get(param.name)
-            if isinstance(hint, type) and issubclass(hint, Context):
-                context_param = param.name
-            elif param.name == "arguments":
-                arguments_param = param.name
-            elif value_param is None:
-                value_param = param.name
-            elif param.default is inspect.Parameter.empty:
-                raise TypeError(
-                    f"Completer {fn.__name__}() has an unexpected parameter {param.name}"
-                )
-        if value_param is None:
-            raise TypeError(f"Completer {fn.__name__}() needs a parameter for the partial value")
-        return cls(
-            fn,
-            make_invoker(fn, blocking=blocking, pool=pool),
-            value_param,
-            arguments_param,
-            context_param,
-        )
+        return cls(fn, key, pool=pool, blocking=blocking)
 
     async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {self.value_param: value}
+        """The ``completion`` object for the partial ``value``."""
+        return await self.run((value, arguments), ctx)
+
+    def admit(self, arguments: Any, ctx: Context) -> Any:
+        value, known = arguments
+        bound = {self.value_param: value}
         if self.arguments_param is not None:
-            kwargs[self.arguments_param] = arguments
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-        return completion_wire(await self.invoke(kwargs))
+            bound[self.arguments_param] = known
+        return bound
+
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+        raise InvalidParams(f"Invalid arguments for completion {self.key}: {invalid}")
+
+    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+        return completion_wire(value)
 
 
 def completion_wire(result: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 
 if TYPE_CHECKING:
     from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
-    from .server import Server
+    from .runtime import Runtime
 
 _PYTHON_LEVELS = {
     "debug": logging.DEBUG,
@@ -57,16 +57,17 @@ class Context:
         "_rounds",
         "_task",
         "request",
-        "server",
+        "runtime",
     )
 
-    def __init__(self, request: Request, server: Server, *, inline: bool = False) -> None:
-        """``inline``: the handler runs to completion without yielding to the event loop, so
-        nothing can cancel it while it runs and its task need not be looked up."""
+    def __init__(self, request: Request, runtime: Runtime) -> None:
         self.request = request
-        self.server = server
+        #: What the server's requests share (lifespan state, settings, the state sealer).
+        self.runtime = runtime
         self._last_progress: float | None = None
-        self._task = None if inline else asyncio.current_task()
+        # An inline request runs to completion without yielding to the event loop: nothing
+        # can cancel it while it runs, so its task need not be looked up.
+        self._task = None if request.inline else asyncio.current_task()
         self._cancel_flag: tuple[threading.Event, asyncio.Event] | None = None
         self._rounds: Rounds | None = None
         self._round_target: tuple[str, Any] | None = None
@@ -127,7 +128,7 @@ class Context:
     @property
     def lifespan_state(self) -> Any:
         """Whatever the server's lifespan yielded (``None`` without a lifespan)."""
-        return self.server.lifespan_state
+        return self.runtime.lifespan_state
 
     # -- cancellation ----------------------------------------------------------------------
 
@@ -220,9 +221,11 @@ class Context:
         return await self._ask(requests)
 
     async def _ask(self, requests: Mapping[str, Any]) -> dict[str, Any]:
-        if self.request.session is not None and self.server.legacy is not None:
-            # Handshake era: real requests to the client, awaited on this stream.
-            return await self.server.legacy.ask(self, requests)
+        if self.request.ask is not None:
+            # Handshake era: real requests to the client, over the transport's session.
+            from .legacy import ask_client
+
+            return await ask_client(self, requests)
         return self.rounds.ask(requests)
 
     async def elicit(
@@ -304,7 +307,7 @@ class Context:
             python_logger.log(_PYTHON_LEVELS[level], "%s", data)
         wanted = self.request.meta.log_level
         send = self.request.send
-        if wanted is None or send is None or not self.server.client_logging or self.cancelled:
+        if wanted is None or send is None or not self.runtime.client_logging or self.cancelled:
             return False
         if c.LOG_LEVEL_RANK[level] < c.LOG_LEVEL_RANK[wanted]:
             return False

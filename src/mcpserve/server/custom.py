@@ -8,19 +8,13 @@ pydantic model or dataclass (dumped to a dict), or ``None`` for an empty result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-import pydantic
+from typing import Any
 
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
 from .context import Context
-from .handlers import make_invoker
-from .middleware import MethodHandler
-from .schema import inspect_arguments, inspect_output
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+from .registered import InvalidArguments, Pool, Registered
+from .schema import inspect_output
 
 #: Methods of this and other protocol revisions, never available as custom methods.
 RESERVED_METHODS = frozenset(
@@ -39,33 +33,32 @@ RESERVED_METHODS = frozenset(
 RESERVED_PREFIXES = ("notifications/", "rpc.", "tasks/")
 
 
-def custom_method(
-    name: str,
-    fn: Callable[..., Any],
-    *,
-    blocking: bool | None,
-    pool: Callable[[], ThreadPoolExecutor],
-) -> MethodHandler:
-    arguments = inspect_arguments(fn, context_type=Context, strict=False)
-    output = inspect_output(fn)
-    invoke = make_invoker(fn, blocking=blocking, pool=pool)
+class CustomMethod(Registered):
+    """A function answering one custom JSON-RPC method."""
 
-    async def handler(ctx: Context) -> JSONDict:
-        params = {k: v for k, v in ctx.request.params.items() if k != "_meta"}
-        try:
-            kwargs = arguments.validate(params)
-        except pydantic.ValidationError as exc:
-            raise InvalidParams(
-                f"Invalid params for {name}: {exc.error_count()} error(s)",
-                data=exc.errors(include_url=False, include_input=False),
-            ) from None
-        if arguments.context_param is not None:
-            kwargs[arguments.context_param] = ctx
-        value = await invoke(kwargs)
+    __slots__ = ("output",)
+
+    def __init__(
+        self, name: str, fn: Callable[..., Any], *, pool: Pool, blocking: bool | None = None
+    ) -> None:
+        super().__init__(fn, name, pool=pool, blocking=blocking)
+        self.output = inspect_output(fn)
+
+    async def answer(self, ctx: Context) -> JSONDict:
+        """The method's result for one request."""
+        return await self.run(ctx.request.params, ctx)
+
+    def admit(self, arguments: Any, ctx: Context) -> Any:
+        return {k: v for k, v in arguments.items() if k != "_meta"}
+
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
+        raise InvalidParams(
+            f"Invalid params for {self.key}: {len(invalid.errors)} error(s)", data=invalid.errors
+        )
+
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
         if value is None:
             return {}
         if isinstance(value, dict):
             return dict(value)
-        return dict(output.serialize(value))
-
-    return handler
+        return dict(self.output.serialize(value))

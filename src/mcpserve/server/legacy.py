@@ -1,15 +1,19 @@
 """Serving handshake-era clients (2025-11-25 and earlier) with the same handlers.
 
-A legacy request runs through the same method table as a modern one; what differs is
-where its protocol facts come from (the session, fixed at ``initialize``, instead of
-``_meta``) and how the answer is written (:mod:`mcpserve.protocol.legacy`). The methods
-only the handshake era has live here: ``initialize``, ``ping``, ``logging/setLevel``,
-``resources/subscribe`` and ``resources/unsubscribe``. ``server/discover`` and
-``subscriptions/listen`` are modern-only and answer -32601 inside a session.
+A legacy request goes through the same dispatcher as a modern one (``protocol/core.py``);
+what differs is where its protocol facts come from (the :class:`~..protocol.legacy.Session`
+agreed at ``initialize``) and how its answer is written (``protocol/legacy.py``). Here is
+what only the handshake era has, whatever the transport:
 
-Questions to the client (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) become real
-requests on the request's own stream, awaited with a timeout: the handler's code is the
-same in both eras.
+* :meth:`Legacy.initialize`, the handshake, which starts a session;
+* the methods only a session has (:meth:`Legacy.handlers`): ``ping``, ``logging/setLevel``,
+  ``resources/subscribe`` and ``resources/unsubscribe``; ``initialize`` again is an error,
+  and ``server/discover`` and ``subscriptions/listen`` are modern-only (-32601);
+* :func:`notification_for`: a change on the subscription bus as the notification a session
+  hears;
+* :func:`ask_client`: ``ctx.elicit``, ``ctx.sample`` and ``ctx.list_roots`` as real requests
+  to the client, which the transport sends (``Request.ask``) and this awaits with a
+  timeout. The handler's code is the same in both eras.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
-from ..protocol.core import ANONYMOUS, Auth, Request, Send
+from ..protocol.core import Handler
 from ..protocol.errors import (
     InvalidParams,
     InvalidRequest,
@@ -30,187 +34,159 @@ from ..protocol.errors import (
     MissingClientCapability,
     ToolError,
 )
-from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, readable_id
-from ..protocol.legacy import legacy_response, negotiate
-from ..protocol.meta import RequestMeta
+from ..protocol.jsonrpc import JSONDict, error_response, notification
+from ..protocol.legacy import Session, negotiate
+from .bus import Event
 from .rounds import MISSING, InputRequest
-from .sessions import LegacySession
+from .settings import Settings, capabilities
 
 if TYPE_CHECKING:
     from .context import Context
-    from .server import Server
+    from .registry import Registry
 
-_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+#: Modern methods a session does not have.
+MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
 _ASK_ATTEMPTS = 3
+_LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
+
+
+class SessionEnded(ConnectionError):
+    """The session went away (the client deleted it, or disconnected) before it answered."""
 
 
 class Legacy:
-    """The handshake-era front of one server."""
+    """The handshake era of one server: the handshake and the session-only methods."""
 
-    def __init__(self, server: Server, *, client_timeout_seconds: float = 120.0) -> None:
-        self.server = server
-        self.client_timeout_seconds = client_timeout_seconds
+    def __init__(self, registry: Registry, settings: Settings) -> None:
+        self.registry = registry
+        self.settings = settings
 
     def capabilities(self) -> JSONDict:
-        capabilities = self.server.capabilities()
-        capabilities.pop("extensions", None)
-        if self.server.client_logging:
-            capabilities["logging"] = {}
-        return capabilities
+        offered = capabilities(self.registry, self.settings)
+        offered.pop("extensions", None)  # extensions are negotiated on the 2026-07-28 wire
+        return offered
 
-    def initialize(self, message: JSONDict) -> tuple[LegacySession | None, JSONDict]:
-        """A new session and the ``initialize`` response (or None and an error)."""
+    def initialize(self, message: JSONDict) -> tuple[Session | None, JSONDict]:
+        """A new session and the ``initialize`` response (or None and an error response)."""
         request_id = message["id"]
         params = message.get("params") or {}
-        capabilities = params.get("capabilities")
-        if not isinstance(params.get("protocolVersion"), str) or not isinstance(capabilities, dict):
+        client_capabilities = params.get("capabilities")
+        if not isinstance(params.get("protocolVersion"), str) or not isinstance(
+            client_capabilities, dict
+        ):
             error = InvalidParams("Invalid params: initialize needs protocolVersion and "
                                   "capabilities")  # fmt: skip
             return None, error_response(request_id, error)
         info = params.get("clientInfo")
-        session = LegacySession(
+        session = Session(
             negotiate(params["protocolVersion"]),
-            capabilities,
+            client_capabilities,
             info if isinstance(info, dict) else None,
         )
         result: JSONDict = {
             "protocolVersion": session.version,
             "capabilities": self.capabilities(),
-            "serverInfo": dict(self.server.info),
+            "serverInfo": dict(self.settings.info),
         }
-        if self.server.instructions:
-            result["instructions"] = self.server.instructions
+        if self.settings.instructions:
+            result["instructions"] = self.settings.instructions
         return session, {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    async def handle(
-        self,
-        message: Any,
-        session: LegacySession,
-        send: Send | None,
-        auth: Auth = ANONYMOUS,
-    ) -> JSONDict | None:
-        """Answer one message inside ``session`` (None for notifications and responses)."""
-        try:
-            kind = classify(message)
-        except MCPError as exc:
-            return error_response(readable_id(message), exc)
-        if kind is Kind.RESPONSE:
-            session.receive_response(message)
-            return None
-        if kind is Kind.NOTIFICATION:
-            self._notification(message, session)
-            return None
-        method: str = message["method"]
-        try:
-            result = self._session_method(method, message.get("params") or {}, session)
-        except MCPError as exc:
-            return error_response(message["id"], exc)
-        if result is not None:
-            return {"jsonrpc": "2.0", "id": message["id"], "result": result}
-        return await self._shared_method(message, session, send, auth)
-
-    def _notification(self, message: JSONDict, session: LegacySession) -> None:
-        method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if method == "notifications/initialized":
-            session.initialized = True
-        elif method == "notifications/cancelled":
-            task = session.tasks.get(params.get("requestId"))  # type: ignore[union-attr,arg-type]
-            if task is not None:
-                task.cancel()
-
-    def _session_method(
-        self, method: str, params: JSONDict, session: LegacySession
-    ) -> JSONDict | None:
-        """Methods that only read or change session state; None for everything else."""
-        if method == "ping":
-            return {}
-        if method == "initialize":  # transports start sessions; inside one it is an error
-            raise InvalidRequest("Invalid request: this session is already initialized")
-        if method == "logging/setLevel":
-            if not self.server.client_logging:
-                raise MethodNotFound("Method not found: logging/setLevel")
-            level = params.get("level")
-            if type(level) is not str or level not in c.LOG_LEVEL_RANK:
-                raise InvalidParams(f"Invalid params: unknown log level {str(level)[:40]!r}")
-            session.log_level = level
-            return {}
-        if method in ("resources/subscribe", "resources/unsubscribe"):
-            registry = self.server.registry
-            if not registry.resources and not registry.templates:
-                raise MethodNotFound(f"Method not found: {method}")
-            uri = params.get("uri")
-            if type(uri) is not str:
-                raise InvalidParams('Invalid params: "uri" must be a string')
-            if method == "resources/subscribe":
-                session.resource_subscriptions.add(uri)
-            else:
-                session.resource_subscriptions.discard(uri)
-            return {}
-        if method in _MODERN_ONLY:
-            raise MethodNotFound(f"Method not found: {method}")
-        return None
-
-    async def _shared_method(
-        self, message: JSONDict, session: LegacySession, send: Send | None, auth: Auth
-    ) -> JSONDict:
-        method: str = message["method"]
-        params = message.get("params") or {}
-        dispatcher = self.server.dispatcher
-        try:
-            handler = dispatcher.lookup(method)
-        except MCPError as exc:
-            return error_response(message["id"], exc)
-        request_meta = params.get("_meta")
-        token = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
-        meta = RequestMeta(
-            protocol_version=session.version,
-            client_capabilities=session.client_capabilities,
-            client_info=session.client_info,
-            # Without logging/setLevel, clients still hear info and above.
-            log_level=session.log_level or "info",
-            progress_token=token if type(token) in (str, int) else None,
-            raw=request_meta if isinstance(request_meta, dict) else {},
+    def handlers(self, shared: Mapping[str, Handler[Context]]) -> dict[str, Handler[Context]]:
+        """The legacy method table: the shared methods and the session-only ones."""
+        table = {name: handler for name, handler in shared.items() if name not in MODERN_ONLY}
+        table.update(
+            {
+                "ping": Handler(call_inline=lambda ctx: {}),
+                "initialize": Handler(call_inline=_initialized_already),
+                "logging/setLevel": Handler(call_inline=self._set_level),
+                "resources/subscribe": Handler(call_inline=self._subscribe),
+                "resources/unsubscribe": Handler(call_inline=self._subscribe),
+            }
         )
-        request = Request(message["id"], method, params, meta, send, auth, session)
-        response = await dispatcher.execute(handler, request)
-        return legacy_response(method, response)
+        return table
 
-    # -- questions to the client, as real requests (Y18) --------------------------------------
+    def _set_level(self, ctx: Context) -> JSONDict:
+        if not self.settings.client_logging:
+            raise MethodNotFound("Method not found: logging/setLevel")
+        level = ctx.request.params.get("level")
+        if type(level) is not str or level not in c.LOG_LEVEL_RANK:
+            raise InvalidParams(f"Invalid params: unknown log level {str(level)[:40]!r}")
+        _session(ctx).log_level = level
+        return {}
 
-    async def ask(self, ctx: Context, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
-        session: LegacySession = ctx.request.session
-        needed: dict[str, Any] = {}
-        for request in requests.values():
-            needed.update(request.required_capabilities())
-        missing = missing_capabilities(needed, session.client_capabilities)
-        if missing:
-            raise MissingClientCapability(missing)
-        keys = list(requests)
-        answers = await asyncio.gather(*(self._ask_one(ctx, requests[key]) for key in keys))
-        return dict(zip(keys, answers, strict=True))
+    def _subscribe(self, ctx: Context) -> JSONDict:
+        method = ctx.request.method
+        if not self.registry.resources and not self.registry.templates:
+            raise MethodNotFound(f"Method not found: {method}")
+        uri = ctx.request.params.get("uri")
+        if type(uri) is not str:
+            raise InvalidParams('Invalid params: "uri" must be a string')
+        subscriptions = _session(ctx).resource_subscriptions
+        if method == "resources/subscribe":
+            subscriptions.add(uri)
+        else:
+            subscriptions.discard(uri)
+        return {}
 
-    async def _ask_one(self, ctx: Context, request: InputRequest) -> Any:
-        send = ctx.request.send
-        if send is None:
-            raise InvalidRequest("This request has no stream to ask the client on")
-        wire = _for_version(request.to_wire(), ctx.request.session.version)
-        for _ in range(_ASK_ATTEMPTS):
-            try:
-                result = await ctx.request.session.call_client(
-                    send, wire, self.client_timeout_seconds
-                )
-            except TimeoutError:
-                raise ToolError(
-                    f"The client did not answer {wire['method']} within "
-                    f"{self.client_timeout_seconds:g} s"
-                ) from None
-            except MCPError as exc:  # the client's error is not this request's own error
-                raise ToolError(f"The client refused {wire['method']}: {exc.message}") from None
-            parsed = request.parse(result)
-            if parsed is not MISSING:
-                return parsed
-        raise InvalidParams(f"The client's answers to {wire['method']} were not valid")
+
+def _initialized_already(ctx: Context) -> JSONDict:
+    raise InvalidRequest("Invalid request: this session is already initialized")
+
+
+def _session(ctx: Context) -> Session:
+    session = ctx.request.session
+    assert session is not None, "a legacy method runs inside a session"
+    return session
+
+
+def notification_for(event: Event, session: Session) -> JSONDict | None:
+    """What a session hears of a bus event: list changes, and updates of its subscriptions."""
+    kind = event.get("type")
+    if kind in _LIST_CHANGES:
+        return notification(f"notifications/{kind}/list_changed")
+    if kind == "updated":
+        uri = event.get("uri")
+        if isinstance(uri, str) and session.wants_update(uri):
+            return notification("notifications/resources/updated", {"uri": uri})
+    return None
+
+
+# -- questions to the client, as real requests ------------------------------------------
+
+
+async def ask_client(ctx: Context, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+    """Ask everything at once over the request's session; the answers by key."""
+    needed: dict[str, Any] = {}
+    for request in requests.values():
+        needed.update(request.required_capabilities())
+    missing = missing_capabilities(needed, ctx.client_capabilities)
+    if missing:
+        raise MissingClientCapability(missing)
+    keys = list(requests)
+    answers = await asyncio.gather(*(_ask_one(ctx, requests[key]) for key in keys))
+    return dict(zip(keys, answers, strict=True))
+
+
+async def _ask_one(ctx: Context, request: InputRequest) -> Any:
+    ask = ctx.request.ask
+    assert ask is not None
+    wire = _for_version(request.to_wire(), ctx.protocol_version)
+    method = wire["method"]
+    timeout = ctx.runtime.client_timeout_seconds
+    for _ in range(_ASK_ATTEMPTS):
+        try:
+            result = await asyncio.wait_for(ask(wire), timeout)
+        except TimeoutError:
+            raise ToolError(f"The client did not answer {method} within {timeout:g} s") from None
+        except SessionEnded:
+            raise ToolError(f"The session ended before the client answered {method}") from None
+        except MCPError as exc:  # the client's error is not this request's own error
+            raise ToolError(f"The client refused {method}: {exc.message}") from None
+        parsed = request.parse(result)
+        if parsed is not MISSING:
+            return parsed
+    raise InvalidParams(f"The client's answers to {method} were not valid")
 
 
 def _for_version(wire: JSONDict, version: str) -> JSONDict:

@@ -1,129 +1,206 @@
 """The method table: every 2026-07-28 method the server answers, on one screen.
 
 Each handler takes the request's :class:`Context` and returns a fresh result dict; the
-protocol core adds ``resultType`` and ``serverInfo``. Methods whose feature the server
-does not offer answer -32601, exactly as if they did not exist (CHECKLIST B10), and the
-capabilities in ``server/discover`` are derived from the same registry, so the two always
-agree.
+dispatcher adds ``resultType`` and ``serverInfo``. A method that names a target (a tool, a
+prompt, a resource) looks it up once, in ``prepare`` (``resolve``), and finds it on
+``ctx.request.target``; one whose function can never wait also answers inline.
+
+Methods whose feature the server does not offer answer -32601, exactly as if they did not
+exist (``docs/decisions.md``, "Capabilities follow the registry"); the capabilities in
+``server/discover`` are derived from the same registry, so the two always agree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.core import Handler
 from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
 from .context import Context
-from .resources import CachePolicy, Resource
+from .resources import CachePolicy, Resource, ResourceTemplate
+from .settings import Settings, capabilities
 
 if TYPE_CHECKING:
-    from .server import Server
+    from .prompts import Prompt
+    from .registry import Registry
+    from .subscriptions import Subscriptions
+    from .tools import Tool
 
-Method = Any  # Callable[[Context], Awaitable[dict[str, Any]]]
+Result = dict[str, Any]
+MethodTable = dict[str, Handler[Context]]
 _NOT_CACHEABLE = CachePolicy(ttl_ms=0, scope="private")
 
 
-def _cache_fields(result: dict[str, Any], policy: CachePolicy) -> dict[str, Any]:
+def _cache_fields(result: Result, policy: CachePolicy) -> Result:
     result["ttlMs"] = policy.ttl_ms
     result["cacheScope"] = policy.scope
     return result
 
 
-def _string_param(params: dict[str, Any], key: str) -> str:
+def _string_param(params: Result, key: str) -> str:
     value = params.get(key)
     if type(value) is not str:
         raise InvalidParams(f'Invalid params: "{key}" must be a string')
     return value
 
 
-def tool_arguments(params: dict[str, Any]) -> dict[str, Any] | None:
+def _arguments(params: Result) -> Result | None:
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise InvalidParams('Invalid params: "arguments" must be an object')
     return arguments
 
 
-def method_table(server: Server) -> dict[str, Method]:
-    registry = server.registry
+def _then(result: Result | Awaitable[Result], finish: Callable[[Result], Result]) -> Any:
+    """``finish(result)``, now or once an awaitable result is ready."""
+    if isinstance(result, dict):
+        return finish(result)
 
-    def list_page(kind: str, key: str, ctx: Context) -> dict[str, Any]:
+    async def later() -> Result:
+        return finish(await result)
+
+    return later()
+
+
+def _synchronous(target: Any) -> bool:
+    return target is not None and target.synchronous
+
+
+def _synchronous_resource(found: Any) -> bool:
+    return found is not None and found[0].synchronous
+
+
+def method_table(
+    registry: Registry,
+    settings: Settings,
+    subscriptions: Subscriptions,
+    supported_versions: list[str],
+) -> MethodTable:
+    """The handlers of the 2026-07-28 methods, reading ``registry`` on every request."""
+
+    def list_page(kind: str, key: str, ctx: Context) -> Result:
         entries = registry.entries(kind)  # type: ignore[arg-type]
-        page, next_cursor = paginate(entries, ctx.request.params.get("cursor"), server.page_size)
-        result: dict[str, Any] = {key: page}
+        page, next_cursor = paginate(entries, ctx.request.params.get("cursor"), settings.page_size)
+        result: Result = {key: page}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        return _cache_fields(result, server.cache)
+        return _cache_fields(result, settings.cache)
 
-    async def discover(ctx: Context) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "supportedVersions": list(server.dispatcher.supported_versions),
-            "capabilities": server.capabilities(),
+    def discover(ctx: Context) -> Result:
+        result: Result = {
+            "supportedVersions": list(supported_versions),
+            "capabilities": capabilities(registry, settings),
         }
-        if server.instructions:
-            result["instructions"] = server.instructions
-        return _cache_fields(result, server.cache)
+        if settings.instructions:
+            result["instructions"] = settings.instructions
+        return _cache_fields(result, settings.cache)
 
-    async def tools_list(ctx: Context) -> dict[str, Any]:
+    # -- tools ---------------------------------------------------------------------------
+
+    def tools_list(ctx: Context) -> Result:
         if not registry.tools:
             raise MethodNotFound("Method not found: tools/list")
         return list_page("tools", "tools", ctx)
 
-    async def tools_call(ctx: Context) -> dict[str, Any]:
+    def find_tool(params: Result) -> Any:
+        name = params.get("name")
+        return registry.tool(name) if type(name) is str else None
+
+    def called_tool(ctx: Context) -> Tool:
         if not registry.tools:
             raise MethodNotFound("Method not found: tools/call")
-        params = ctx.request.params
-        name = _string_param(params, "name")
-        tool = registry.tool(name)
+        tool = ctx.request.target
         if tool is None:
+            name = _string_param(ctx.request.params, "name")
             raise InvalidParams(f"Unknown tool: {name[:100]}")
-        return await tool.call(tool_arguments(params), ctx)
+        return tool  # type: ignore[no-any-return]
+
+    async def tools_call(ctx: Context) -> Result:
+        return await called_tool(ctx).run(_arguments(ctx.request.params), ctx)
+
+    def tools_call_inline(ctx: Context) -> Result | Awaitable[Result]:
+        return called_tool(ctx).run_inline(_arguments(ctx.request.params), ctx)
+
+    # -- resources -----------------------------------------------------------------------
 
     def require_resources() -> None:
         if not registry.resources and not registry.templates:
             raise MethodNotFound("Method not found: resources")
 
-    async def resources_list(ctx: Context) -> dict[str, Any]:
+    def resources_list(ctx: Context) -> Result:
         require_resources()
         return list_page("resources", "resources", ctx)
 
-    async def templates_list(ctx: Context) -> dict[str, Any]:
+    def templates_list(ctx: Context) -> Result:
         require_resources()
         return list_page("templates", "resourceTemplates", ctx)
 
-    async def resources_read(ctx: Context) -> dict[str, Any]:
+    def find_resource(params: Result) -> Any:
+        """The resource serving the URI and the template's variables, when one does."""
+        uri = params.get("uri")
+        return registry.find_resource(uri) if type(uri) is str else None
+
+    def read_resource(ctx: Context) -> tuple[Resource | ResourceTemplate, Any]:
         require_resources()
         uri = _string_param(ctx.request.params, "uri")
-        found = registry.find_resource(uri)
+        found = ctx.request.target
         if found is None:
             raise ResourceNotFound(uri)
         resource, variables = found
-        if isinstance(resource, Resource):
-            result = await resource.read(uri, ctx)
-        else:
-            result = await resource.read(uri, variables, ctx)
-        if "resultType" in result:
-            return result  # input_required: no caching hints (K05)
-        # A retry's answer depends on that user's input: never shareable (K08).
-        policy = _NOT_CACHEABLE if ctx.is_retry else (resource.cache or server.cache)
-        return _cache_fields(result, policy)
+        return resource, variables if isinstance(resource, ResourceTemplate) else None
+
+    def with_cache_fields(resource: Resource | ResourceTemplate, ctx: Context) -> Any:
+        def finish(result: Result) -> Result:
+            if "resultType" in result:
+                return result  # input_required: no caching hints on an interim answer
+            # A retry's answer depends on that user's input: never shareable.
+            policy = _NOT_CACHEABLE if ctx.is_retry else (resource.cache or settings.cache)
+            return _cache_fields(result, policy)
+
+        return finish
+
+    async def resources_read(ctx: Context) -> Result:
+        resource, variables = read_resource(ctx)
+        result = await resource.run(variables, ctx)
+        return with_cache_fields(resource, ctx)(result)  # type: ignore[no-any-return]
+
+    def resources_read_inline(ctx: Context) -> Result | Awaitable[Result]:
+        resource, variables = read_resource(ctx)
+        return _then(resource.run_inline(variables, ctx), with_cache_fields(resource, ctx))  # type: ignore[no-any-return]
+
+    # -- prompts -------------------------------------------------------------------------
 
     def require_prompts() -> None:
         if not registry.prompts:
             raise MethodNotFound("Method not found: prompts")
 
-    async def prompts_list(ctx: Context) -> dict[str, Any]:
+    def prompts_list(ctx: Context) -> Result:
         require_prompts()
         return list_page("prompts", "prompts", ctx)
 
-    async def prompts_get(ctx: Context) -> dict[str, Any]:
-        require_prompts()
-        name = _string_param(ctx.request.params, "name")
-        prompt = registry.prompt(name)
-        if prompt is None:
-            raise InvalidParams(f"Unknown prompt: {name[:100]}")
-        return await prompt.render(ctx.request.params.get("arguments"), ctx)
+    def find_prompt(params: Result) -> Any:
+        name = params.get("name")
+        return registry.prompt(name) if type(name) is str else None
 
-    async def complete(ctx: Context) -> dict[str, Any]:
+    def got_prompt(ctx: Context) -> Prompt:
+        require_prompts()
+        prompt = ctx.request.target
+        if prompt is None:
+            name = _string_param(ctx.request.params, "name")
+            raise InvalidParams(f"Unknown prompt: {name[:100]}")
+        return prompt  # type: ignore[no-any-return]
+
+    async def prompts_get(ctx: Context) -> Result:
+        return await got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
+
+    def prompts_get_inline(ctx: Context) -> Result | Awaitable[Result]:
+        return got_prompt(ctx).run_inline(ctx.request.params.get("arguments"), ctx)
+
+    # -- completions ---------------------------------------------------------------------
+
+    async def complete(ctx: Context) -> Result:
         if not registry.completers:
             raise MethodNotFound("Method not found: completion/complete")
         params = ctx.request.params
@@ -136,11 +213,11 @@ def method_table(server: Server) -> dict[str, Method]:
         kind = ref.get("type")
         if kind == "ref/prompt":
             target = _string_param(ref, "name")
-            if target not in registry.prompts:
+            if not registry.completion_target(kind, target):
                 raise InvalidParams(f"Unknown prompt: {target[:100]}")
         elif kind == "ref/resource":
             target = _string_param(ref, "uri")
-            if target not in registry.templates and target not in registry.resources:
+            if not registry.completion_target(kind, target):
                 raise InvalidParams(f"Unknown resource template: {target[:100]}")
         else:
             raise InvalidParams('Invalid params: ref.type must be "ref/prompt" or "ref/resource"')
@@ -153,14 +230,26 @@ def method_table(server: Server) -> dict[str, Method]:
         return {"completion": await completer.complete(value, arguments, ctx)}
 
     return {
-        "server/discover": discover,
-        "tools/list": tools_list,
-        "tools/call": tools_call,
-        "resources/list": resources_list,
-        "resources/templates/list": templates_list,
-        "resources/read": resources_read,
-        "prompts/list": prompts_list,
-        "prompts/get": prompts_get,
-        "completion/complete": complete,
-        "subscriptions/listen": server.subscriptions.listen,
+        "server/discover": Handler(call_inline=discover),
+        "tools/list": Handler(call_inline=tools_list),
+        "tools/call": Handler(
+            tools_call, call_inline=tools_call_inline, resolve=find_tool, inline_when=_synchronous
+        ),
+        "resources/list": Handler(call_inline=resources_list),
+        "resources/templates/list": Handler(call_inline=templates_list),
+        "resources/read": Handler(
+            resources_read,
+            call_inline=resources_read_inline,
+            resolve=find_resource,
+            inline_when=_synchronous_resource,
+        ),
+        "prompts/list": Handler(call_inline=prompts_list),
+        "prompts/get": Handler(
+            prompts_get,
+            call_inline=prompts_get_inline,
+            resolve=find_prompt,
+            inline_when=_synchronous,
+        ),
+        "completion/complete": Handler(complete),
+        "subscriptions/listen": Handler(subscriptions.listen),
     }

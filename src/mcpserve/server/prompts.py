@@ -2,8 +2,7 @@
 
 The function's parameters are the prompt's arguments. On the wire every argument is a
 string; they are validated in lax mode, so a parameter annotated ``int`` receives ``3``
-for ``"3"``. A missing required argument or one that does not convert is -32602
-(CHECKLIST P04).
+for ``"3"``. A missing required argument or one that does not convert is -32602.
 
 A prompt returns a ``str`` (one user message), a :class:`Message`, a list mixing both,
 a dict already shaped as a ``PromptMessage``, or a full ``GetPromptResult``-shaped dict.
@@ -13,19 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-import pydantic
+from typing import Any, Literal
 
 from ..protocol.errors import InvalidParams
 from .content import to_block
 from .context import Context
-from .handlers import Invoker, make_invoker
-from .rounds import run_asking
-from .schema import ArgumentSpec, inspect_arguments, parse_docstring
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+from .registered import InvalidArguments, Pool, Registered, list_entry
+from .schema import parse_docstring
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,85 +56,62 @@ def to_messages(value: Any) -> dict[str, Any]:
     return {"messages": messages}
 
 
-class Prompt:
+class Prompt(Registered):
     """A registered prompt. Build one with ``@server.prompt``."""
 
-    # A plain class, like the other registrations (see :class:`~.tools.Tool`).
-    __slots__ = ("arguments", "fn", "invoke", "name", "wire")
+    __slots__ = ()
 
     def __init__(
         self,
-        name: str,
-        fn: Callable[..., Any],
-        arguments: ArgumentSpec,
-        invoke: Invoker,
-        wire: dict[str, Any],
-    ) -> None:
-        self.name = name
-        self.fn = fn
-        self.arguments = arguments
-        self.invoke = invoke
-        self.wire = wire
-
-    def __repr__(self) -> str:
-        return f"Prompt(name={self.name!r}, fn={self.fn!r})"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the underlying function directly, as if it were not registered."""
-        return self.fn(*args, **kwargs)
-
-    @classmethod
-    def from_function(
-        cls,
         fn: Callable[..., Any],
         *,
-        pool: Callable[[], ThreadPoolExecutor],
+        pool: Pool,
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         blocking: bool | None = None,
-    ) -> Prompt:
-        arguments = inspect_arguments(fn, context_type=Context, strict=False)
-        doc_description, param_docs = parse_docstring(fn)
-        schema = arguments.input_schema
+    ) -> None:
+        name = fn.__name__ if name is None else name
+        if not name:
+            raise ValueError("A prompt name cannot be empty")
+        super().__init__(fn, name, pool=pool, blocking=blocking)
+        _, param_docs = parse_docstring(fn)
+        schema = self.arguments.input_schema
         required = set(schema.get("required", ()))
         listed = []
-        for param in arguments.param_names:
+        for param in self.arguments.param_names:
             entry: dict[str, Any] = {"name": param}
             param_description = schema["properties"][param].get("description")
             if param_description or param in param_docs:
                 entry["description"] = param_description or param_docs[param]
             entry["required"] = param in required
             listed.append(entry)
-        name = fn.__name__ if name is None else name
-        if not name:
-            raise ValueError("A prompt name cannot be empty")
-        wire: dict[str, Any] = {"name": name}
-        optional = {
-            "title": title,
-            "description": description if description is not None else doc_description,
-            "arguments": listed,
-            "icons": icons,
-            "_meta": meta,
-        }
-        wire.update({key: value for key, value in optional.items() if value})
-        return cls(name, fn, arguments, make_invoker(fn, blocking=blocking, pool=pool), wire)
+        self.wire = list_entry(fn, {"name": name}, title=title, description=description,
+                               arguments=listed, icons=icons, _meta=meta)  # fmt: skip
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], *, pool: Pool, **options: Any) -> Prompt:
+        """A prompt for ``fn``; ``options`` are those of ``@server.prompt``."""
+        return cls(fn, pool=pool, **options)
 
     async def render(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+        """The ``GetPromptResult`` body (or an ``input_required`` result)."""
+        return await self.run(arguments, ctx)
+
+    def admit(self, arguments: Any, ctx: Context) -> Any:
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidParams("Invalid params: prompt arguments must be an object")
-        ctx.begin_rounds(self.name, arguments or {})
-        try:
-            kwargs = self.arguments.validate(arguments)
-        except pydantic.ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
-                for e in exc.errors(include_url=False, include_input=False)[:10]
-            )
-            raise InvalidParams(f"Invalid arguments for prompt {self.name}: {problems}") from None
-        if self.arguments.context_param is not None:
-            kwargs[self.arguments.context_param] = ctx
-        value, input_required = await run_asking(ctx, lambda: self.invoke(kwargs))
-        return input_required if input_required is not None else to_messages(value)
+        ctx.begin_rounds(self.key, arguments or {})
+        return arguments
+
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+        raise InvalidParams(f"Invalid arguments for prompt {self.key}: {invalid}")
+
+    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+        return to_messages(value)

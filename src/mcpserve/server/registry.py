@@ -1,6 +1,6 @@
 """What a server offers: its tools, resources, templates, prompts and completers.
 
-Each collection is an insertion-ordered dict, so list results are deterministic (T03) and
+Each collection is an insertion-ordered dict, so list results are deterministic and
 lookups by name are one dict access. Every change bumps ``version``; listeners registered
 with :meth:`Registry.on_change` hear which list changed, so the subscription layer can tell
 clients (and caches keyed on ``version`` know to rebuild).
@@ -118,6 +118,15 @@ class Registry:
     def add_completer(self, key: CompletionKey, completer: Completer) -> None:
         self.completers[key] = completer
         self.version += 1
+
+    def completion_target(self, kind: str, target: str) -> bool:
+        """Whether completions can be asked for this prompt (``ref/prompt``) or resource or
+        template (``ref/resource``): it is registered and switched on."""
+        if kind == "ref/prompt":
+            return self.prompt(target) is not None
+        if target in self.disabled["resources"]:
+            return False
+        return target in self.templates or target in self.resources
 
     # -- reading ----------------------------------------------------------------------------
 

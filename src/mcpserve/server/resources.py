@@ -17,19 +17,13 @@ import base64
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-import pydantic
-
 from ..protocol.errors import ResourceNotFound
 from ..protocol.records import Record
 from .content import json_text
 from .context import Context
-from .handlers import Invoker, make_invoker
-from .rounds import run_asking
-from .schema import ArgumentSpec, inspect_arguments, parse_docstring
+from .registered import InvalidArguments, Pool, Registered, list_entry
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
     from .uri_template import URITemplate
 
 CacheScope = Literal["public", "private"]
@@ -104,129 +98,74 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, A
     return [entry]
 
 
-def _metadata(
-    fn: Callable[..., Any],
-    name: str | None,
-    title: str | None,
-    description: str | None,
-    mime_type: str | None,
-    icons: list[dict[str, Any]] | None,
-    annotations: dict[str, Any] | None,
-    meta: dict[str, Any] | None,
-) -> dict[str, Any]:
-    doc_description, _ = parse_docstring(fn)
-    wire: dict[str, Any] = {"name": name or fn.__name__}
-    optional = {
-        "title": title,
-        "description": description if description is not None else doc_description,
-        "mimeType": mime_type,
-        "icons": icons,
-        "annotations": annotations,
-        "_meta": meta,
-    }
-    wire.update({key: value for key, value in optional.items() if value})
-    return wire
+class Readable(Registered):
+    """What resources and templates share: a function that returns what a URI contains."""
 
-
-class Resource:
-    """A resource at one fixed URI."""
-
-    # Plain classes, like the other registrations (see :class:`~.tools.Tool`).
-    __slots__ = ("cache", "context_param", "fn", "invoke", "mime_type", "uri", "wire")
+    __slots__ = ("cache", "mime_type")
 
     def __init__(
         self,
-        uri: str,
+        key: str,
         fn: Callable[..., Any],
-        invoke: Invoker,
-        context_param: str | None,
-        wire: dict[str, Any],
+        *,
+        pool: Pool,
+        blocking: bool | None = None,
         mime_type: str | None = None,
         cache: CachePolicy | None = None,
     ) -> None:
-        self.uri = uri
-        self.fn = fn
-        self.invoke = invoke
-        self.context_param = context_param
-        self.wire = wire
+        super().__init__(fn, key, pool=pool, blocking=blocking)
         self.mime_type = mime_type
         self.cache = cache
 
-    def __repr__(self) -> str:
-        return f"Resource(uri={self.uri!r}, fn={self.fn!r})"
+    def admit(self, arguments: Any, ctx: Context) -> Any:
+        ctx.begin_rounds(ctx.request.params["uri"], {})
+        return arguments
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the underlying function directly, as if it were not registered."""
-        return self.fn(*args, **kwargs)
+    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+        return {"contents": to_contents(value, ctx.request.params["uri"], self.mime_type)}
+
+
+class Resource(Readable):
+    """A resource at one fixed URI."""
+
+    __slots__ = ()
+
+    @property
+    def uri(self) -> str:
+        return self.key
 
     async def read(self, uri: str, ctx: Context) -> dict[str, Any]:
         """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
-        ctx.begin_rounds(uri, {})
-        kwargs: dict[str, Any] = {}
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-        return await _read(self.invoke, kwargs, uri, self.mime_type, ctx)
+        return await self.run(None, ctx)
 
 
-class ResourceTemplate:
-    """A family of resources described by an RFC 6570 URI template."""
+class ResourceTemplate(Readable):
+    """A family of resources described by an RFC 6570 URI template; its variables are the
+    function's arguments."""
 
-    __slots__ = ("arguments", "cache", "fn", "invoke", "mime_type", "template", "wire")
+    __slots__ = ("template",)
 
-    def __init__(
-        self,
-        template: URITemplate,
-        fn: Callable[..., Any],
-        invoke: Invoker,
-        arguments: ArgumentSpec,
-        wire: dict[str, Any],
-        mime_type: str | None = None,
-        cache: CachePolicy | None = None,
-    ) -> None:
+    def __init__(self, template: URITemplate, fn: Callable[..., Any], **options: Any) -> None:
+        super().__init__(template.template, fn, **options)
         self.template = template
-        self.fn = fn
-        self.invoke = invoke
-        self.arguments = arguments
-        self.wire = wire
-        self.mime_type = mime_type
-        self.cache = cache
-
-    def __repr__(self) -> str:
-        return f"ResourceTemplate(uriTemplate={self.wire['uriTemplate']!r}, fn={self.fn!r})"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the underlying function directly, as if it were not registered."""
-        return self.fn(*args, **kwargs)
 
     def match(self, uri: str) -> dict[str, Any] | None:
         return self.template.match(uri)
 
     async def read(self, uri: str, variables: dict[str, Any], ctx: Context) -> dict[str, Any]:
         """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
-        ctx.begin_rounds(uri, {})
-        try:
-            kwargs = self.arguments.validate(variables)
-        except pydantic.ValidationError:
-            raise ResourceNotFound(uri) from None
-        if self.arguments.context_param is not None:
-            kwargs[self.arguments.context_param] = ctx
-        return await _read(self.invoke, kwargs, uri, self.mime_type, ctx)
+        return await self.run(variables, ctx)
 
-
-async def _read(
-    invoke: Invoker, kwargs: dict[str, Any], uri: str, mime_type: str | None, ctx: Context
-) -> dict[str, Any]:
-    value, input_required = await run_asking(ctx, lambda: invoke(kwargs))
-    if input_required is not None:
-        return input_required
-    return {"contents": to_contents(value, uri, mime_type)}
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+        # A variable that does not convert (``notes://abc`` for an ``int`` id) names nothing.
+        raise ResourceNotFound(ctx.request.params["uri"])
 
 
 def build_resource(
     uri: str,
     fn: Callable[..., Any],
     *,
-    pool: Callable[[], ThreadPoolExecutor],
+    pool: Pool,
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
@@ -239,21 +178,26 @@ def build_resource(
     cache: CachePolicy | None = None,
 ) -> Resource | ResourceTemplate:
     """A :class:`Resource`, or a :class:`ResourceTemplate` when ``uri`` has ``{variables}``."""
-    arguments = inspect_arguments(fn, context_type=Context, strict=False)
-    invoke = make_invoker(fn, blocking=blocking, pool=pool)
-    wire = _metadata(fn, name, title, description, mime_type, icons, annotations, meta)
     template = _template_of(uri)
+    options: dict[str, Any] = {"pool": pool, "blocking": blocking, "mime_type": mime_type,
+                               "cache": cache}  # fmt: skip
+    resource = (
+        Resource(uri, fn, **options)
+        if template is None
+        else ResourceTemplate(template, fn, **options)
+    )
+    arguments = resource.arguments
+    listing: dict[str, Any] = {"title": title, "description": description, "mimeType": mime_type,
+               "icons": icons, "annotations": annotations, "_meta": meta}  # fmt: skip
     if template is None:
         if arguments.param_names:
             raise TypeError(
                 f"Resource {uri!r} has no URI variables, so {fn.__name__}() cannot take "
                 f"arguments ({', '.join(arguments.param_names)})"
             )
-        if size is not None:
-            wire["size"] = size
-        return Resource(
-            uri, fn, invoke, arguments.context_param, {"uri": uri, **wire}, mime_type, cache
-        )
+        fields: dict[str, Any] = {"uri": uri, "name": name or fn.__name__}
+        resource.wire = list_entry(fn, fields, **listing, size=size)
+        return resource
     unknown = set(template.variables) - set(arguments.param_names)
     if unknown:
         raise TypeError(
@@ -265,9 +209,8 @@ def build_resource(
         raise TypeError(
             f"{fn.__name__}() requires {', '.join(sorted(unfilled))}, which {uri!r} never fills"
         )
-    return ResourceTemplate(
-        template, fn, invoke, arguments, {"uriTemplate": uri, **wire}, mime_type, cache
-    )
+    resource.wire = list_entry(fn, {"uriTemplate": uri, "name": name or fn.__name__}, **listing)
+    return resource
 
 
 def _template_of(uri: str) -> URITemplate | None:

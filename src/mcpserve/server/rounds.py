@@ -19,7 +19,7 @@ cannot swallow the end of an attempt by accident.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import constants as c
@@ -97,26 +97,10 @@ def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
             into[key] = value
 
 
-async def run_asking(
-    ctx: Context, call: Callable[[], Awaitable[Any]]
-) -> tuple[Any, dict[str, Any] | None]:
-    """Run one attempt of a handler that may ask for input (after ``ctx.begin_rounds``).
-
-    Returns ``(value, None)`` when it finished, or ``(None, input_required_result)``.
-    """
-    try:
-        value = await call()
-    except NeedInput as need:
-        return None, ctx.rounds.input_required(need.requests)
-    if isinstance(value, InputRequired):
-        return None, ctx.rounds.input_required(value.input_requests, value.state)
-    return value, None
-
-
 class Rounds:
     """The round-trip bookkeeping of one request."""
 
-    __slots__ = ("answers", "binding", "ctx", "pending", "responses", "round", "state")
+    __slots__ = ("answers", "asked", "binding", "ctx", "pending", "responses", "round", "state")
 
     def __init__(self, ctx: Context, target: str, arguments: Any) -> None:
         from ..protocol.request_state import Binding, StateRejected  # crypto loads on first use
@@ -129,13 +113,18 @@ class Rounds:
         self.binding = Binding.of(method, target, arguments, ctx.principal)
         params = ctx.request.params
         self.answers: dict[str, Any] = {}
+        #: The keys the last round asked, as sealed in its state: the only answers taken.
+        #: None without a state: then the retry is round one, and answers are taken only for
+        #: the first questions this attempt asks (docs/decisions.md, "Answers without a state").
         self.pending: set[str] | None = None
+        #: How many times this attempt has asked (each ``ctx.ask``/``elicit`` call once).
+        self.asked = 0
         self.state: dict[str, Any] = {}
         self.round = 0
         sealed = params.get("requestState")
         if sealed is not None:
             try:
-                payload, self.round = ctx.server.state_sealer.open(sealed, self.binding)
+                payload, self.round = ctx.runtime.sealer.open(sealed, self.binding)
             except StateRejected as exc:
                 logger.warning("Rejected requestState on %s %s: %s", method, target, exc)
                 raise InvalidParams("Invalid requestState") from None
@@ -147,7 +136,8 @@ class Rounds:
 
     def answer(self, key: str, request: InputRequest) -> Any:
         """The parsed answer to ``key``, or ``MISSING``."""
-        if key in self.responses and (self.pending is None or key in self.pending):
+        takes = key in self.pending if self.pending is not None else self.asked == 1
+        if takes and key in self.responses:
             parsed = request.parse(self.responses[key])
             if parsed is not MISSING:
                 self.answers[key] = self.responses[key]
@@ -157,7 +147,7 @@ class Rounds:
         return MISSING
 
     def check_capabilities(self, requests: Mapping[str, Any]) -> None:
-        """-32021 naming everything the client lacks for ``requests`` (CHECKLIST M04)."""
+        """-32021 naming everything the client lacks for ``requests``."""
         needed: dict[str, Any] = {}
         for request in requests.values():
             _merge(needed, required_capabilities(request))
@@ -167,6 +157,7 @@ class Rounds:
 
     def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
         self.check_capabilities(requests)
+        self.asked += 1
         answers: dict[str, Any] = {}
         unanswered: dict[str, InputRequest] = {}
         for key, request in requests.items():
@@ -184,7 +175,7 @@ class Rounds:
     ) -> dict[str, Any]:
         """The ``InputRequiredResult`` that ends this attempt."""
         self.check_capabilities(requests)
-        sealer = self.ctx.server.state_sealer
+        sealer = self.ctx.runtime.sealer
         if self.round + 1 > sealer.max_rounds:
             raise InvalidParams(f"Too many input rounds for this request (max {sealer.max_rounds})")
         wire = {key: r if isinstance(r, dict) else r.to_wire() for key, r in requests.items()}

@@ -114,7 +114,6 @@ class ArgumentSpec:
         "_validate_json",
         "_validate_python",
         "context_param",
-        "header_params",
         "input_schema",
         "param_names",
     )
@@ -124,14 +123,12 @@ class ArgumentSpec:
         input_schema: dict[str, Any],
         context_param: str | None,
         param_names: tuple[str, ...],
-        header_params: dict[str, str],
         validate_python: Callable[[Any], Any],
         validate_json: Callable[[bytes], Any] | None,
     ) -> None:
         self.input_schema = input_schema
         self.context_param = context_param
         self.param_names = param_names
-        self.header_params = header_params
         self._validate_python = validate_python
         self._validate_json = validate_json
 
@@ -144,7 +141,6 @@ class ArgumentSpec:
             input_schema,
             self.context_param,
             self.param_names,
-            self.header_params,
             self._validate_python,
             self._validate_json,
         )
@@ -252,8 +248,7 @@ def _build_arguments(
     fields: dict[str, Any], headers: dict[str, str], context_param: str | None, strict: bool
 ) -> ArgumentSpec:
     if not fields:  # nothing to validate (most resources, many tools): no pydantic at all
-        no_arguments = {"type": "object", "additionalProperties": False}
-        return ArgumentSpec(no_arguments, context_param, (), headers, _no_arguments, None)
+        return ArgumentSpec(_no_arguments_schema(), context_param, (), _no_arguments, None)
     arguments_type: Any = cast(Any, TypedDict)("Arguments", fields)
     # In strict mode this config only governs the Python-object fallback in validate().
     arguments_type.__pydantic_config__ = ConfigDict(strict=strict, extra="ignore")
@@ -267,15 +262,20 @@ def _build_arguments(
         input_schema["properties"] = properties
         input_schema.update((key, cleaned[key]) for key in ("required", "$defs") if key in cleaned)
     else:
-        input_schema["additionalProperties"] = False
+        input_schema = _no_arguments_schema()
     return ArgumentSpec(
         input_schema=input_schema,
         context_param=context_param,
         param_names=tuple(fields),
-        header_params=headers,
         validate_python=adapter.validator.validate_python,
         validate_json=adapter.validator.validate_json if strict else None,
     )
+
+
+def _no_arguments_schema() -> dict[str, Any]:
+    # "properties" although empty: some clients (smolagents' adapter, for one) fail on an
+    # object schema without it, and the official SDKs always publish it.
+    return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def _no_arguments(arguments: Any) -> dict[str, Any]:

@@ -20,39 +20,58 @@ table and middleware, answering, the lifespan and serving.
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Request, Send
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
 from ..protocol.jsonrpc import JSONDict
 from .bus import SubscriptionBus, bus_from_url, resource_updated
 from .context import Context
-from .custom import RESERVED_METHODS, RESERVED_PREFIXES, custom_method
+from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
 from .legacy import Legacy
-from .methods import method_table, tool_arguments
-from .middleware import MethodHandler, Middleware, compose
+from .methods import MethodTable, method_table
+from .middleware import Middleware, compose
 from .registering import Registering
 from .registry import Registry
 from .resources import CachePolicy
+from .runtime import Runtime
+from .settings import Settings, capabilities
 from .subscriptions import Subscriptions
-from .tools import Tool
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
     from ..protocol.request_state import StateSealer
-    from ..transports.http import HTTPApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+#: The ASGI callable ``http_app`` returns (scope, receive, send).
+ASGIApp = Callable[[Any, Any, Any], Any]
+
+#: Serving, named by import path and loaded on first use: ``server/`` sits below
+#: ``transports/`` and never imports it, and a stdio server never loads the HTTP stack.
+_SERVING = {
+    "stdio": "mcpserve.transports.stdio:run_stdio",
+    "http": "mcpserve.transports.serve:run_http",
+    "http_app": "mcpserve.transports.serve:build_http_app",
+}
+
+
+def _serving(name: str) -> Callable[..., Any]:
+    module, _, attribute = _SERVING[name].partition(":")
+    entry: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return entry
 
 
 class Server(Registering):
-    """An MCP server: what it offers, and how it answers."""
+    """An MCP server: what it offers, and how it answers.
+
+    The server is where the parts meet: the registry (what is offered), the settings (what
+    it says about itself), the runtime (what requests share), the subscriptions, the
+    handshake-era front and the dispatcher, each given only the others it uses.
+    """
 
     def __init__(
         self,
@@ -78,13 +97,10 @@ class Server(Registering):
         subscription_queue_size: int = 256,
         legacy: bool = True,
         legacy_client_timeout_seconds: float = 120.0,
-        max_sessions: int = 1000,
-        session_idle_seconds: float = 1800.0,
     ) -> None:
         self.name = name
         self.version = version
-        self.instructions = instructions
-        self.info: JSONDict = {"name": name, "version": version}
+        info: JSONDict = {"name": name, "version": version}
         for key, value in (
             ("title", title),
             ("description", description),
@@ -92,35 +108,39 @@ class Server(Registering):
             ("icons", icons),
         ):
             if value:
-                self.info[key] = value
-        self.cache = cache or CachePolicy()
-        if page_size is not None and page_size < 1:
-            raise ValueError("page_size must be at least 1")
-        self.page_size = page_size
-        self.client_logging = client_logging
-        self.lifespan = lifespan
-        self.lifespan_state: Any = None
-        self.extensions = dict(extensions or {})
+                info[key] = value
+        self.settings = Settings(info, instructions=instructions, cache=cache,
+                                 page_size=page_size, client_logging=client_logging,
+                                 extensions=extensions)  # fmt: skip
         self.registry = Registry()
+        self.runtime = Runtime(client_logging=client_logging,
+                               client_timeout_seconds=legacy_client_timeout_seconds,
+                               state_keys=state_keys, state_ttl_seconds=state_ttl_seconds,
+                               max_input_rounds=max_input_rounds)  # fmt: skip
         if bus is None or isinstance(bus, str):
             bus = bus_from_url(bus)
-        self.subscriptions = Subscriptions(self, bus, queue_size=subscription_queue_size)
+        self.subscriptions = Subscriptions(self.registry, bus, queue_size=subscription_queue_size)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         #: The handshake-era front (2025-11-25 and earlier), or None when switched off.
-        self.legacy = (
-            Legacy(self, client_timeout_seconds=legacy_client_timeout_seconds) if legacy else None
-        )
-        self.session_limits = (max_sessions, session_idle_seconds)
+        self.legacy = Legacy(self.registry, self.settings) if legacy else None
+        self.lifespan = lifespan
         self._server_info_in_results = server_info_in_results
         self._max_threads = max_threads or min(32, (os.cpu_count() or 1) + 4)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool = None
         self._middleware: list[Middleware] = []
-        self._custom: dict[str, MethodHandler] = {}
-        self._dispatcher: Dispatcher | None = None
+        self._custom: dict[str, CustomMethod] = {}
+        self._dispatcher: Dispatcher[Context] | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._running = 0
-        self._state_options = (state_keys, state_ttl_seconds, max_input_rounds)
-        self._state_sealer: StateSealer | None = None
+
+    @property
+    def info(self) -> JSONDict:
+        """``serverInfo``: name, version and the optional display fields."""
+        return self.settings.info
+
+    @property
+    def instructions(self) -> str | None:
+        return self.settings.instructions
 
     # -- custom methods and middleware ------------------------------------------------------
 
@@ -130,14 +150,14 @@ class Server(Registering):
         See :mod:`mcpserve.server.custom` for how params and results are handled.
         """
         if (
-            name in method_table(self)
+            name in self.dispatcher.handlers
             or name in RESERVED_METHODS
             or name.startswith(RESERVED_PREFIXES)
         ):
             raise ValueError(f"{name!r} is reserved by the protocol")
 
         def register(fn: F) -> F:
-            self._custom[name] = custom_method(name, fn, blocking=blocking, pool=self.thread_pool)
+            self._custom[name] = CustomMethod(name, fn, pool=self.thread_pool, blocking=blocking)
             self._dispatcher = None
             return fn
 
@@ -151,109 +171,60 @@ class Server(Registering):
 
     # -- answering ---------------------------------------------------------------------------
 
-    @property
-    def has_middleware(self) -> bool:
-        return bool(self._middleware)
-
-    def call_tool_inline(self, tool: Tool, request: Request) -> JSONDict | Awaitable[JSONDict]:
-        """The response to ``tools/call`` of a synchronous tool, computed here and now.
-
-        A transport's fast path for servers without middleware: the same checks and answers
-        as through :attr:`dispatcher`, minus four coroutines. An awaitable comes back only
-        when the tool's plain function returned one.
-        """
-        dispatcher = self.dispatcher
-        try:
-            ctx = Context(request, self, inline=True)
-            result = tool.call_inline(tool_arguments(request.params), ctx)
-        except Exception as exc:
-            return dispatcher.failure(request.id, exc)
-        if isinstance(result, dict):
-            return dispatcher.success(request.id, result)
-        return dispatcher.execute(lambda _: result, request)
-
     def capabilities(self) -> JSONDict:
-        """Server capabilities, derived from what is registered (CHECKLIST V04)."""
-        registry = self.registry
-        capabilities: JSONDict = {}
-        # Changes reach listeners through subscriptions/listen, so listChanged and
-        # subscribe are always true for the features that exist.
-        if registry.tools:
-            capabilities["tools"] = {"listChanged": True}
-        if registry.resources or registry.templates:
-            capabilities["resources"] = {"subscribe": True, "listChanged": True}
-        if registry.prompts:
-            capabilities["prompts"] = {"listChanged": True}
-        if registry.completers:
-            capabilities["completions"] = {}
-        if self.client_logging:
-            capabilities["logging"] = {}
-        if self.extensions:
-            capabilities["extensions"] = self.extensions
-        return capabilities
+        """Server capabilities, derived from what is registered."""
+        return capabilities(self.registry, self.settings)
 
     @property
-    def dispatcher(self) -> Dispatcher:
-        """The protocol core, wired to this server's method table."""
+    def dispatcher(self) -> Dispatcher[Context]:
+        """The request pipeline, wired to this server's method tables (built on first use,
+        again after a middleware or custom method is added)."""
         if self._dispatcher is None:
-            handlers: dict[str, MethodHandler] = {**method_table(self), **self._custom}
+            legacy_versions = c.LEGACY_VERSIONS if self.legacy is not None else ()
+            supported = [*c.MODERN_VERSIONS, *legacy_versions]
+            table: MethodTable = method_table(self.registry, self.settings, self.subscriptions,
+                                              supported)  # fmt: skip
+            table.update({name: Handler(custom.answer) for name, custom in self._custom.items()})
+            if self._middleware:
+                # Middleware may await anything: no handler runs inline under it.
+                table = {
+                    name: Handler(compose(self._middleware, handler.call), resolve=handler.resolve)
+                    for name, handler in table.items()
+                }
+            runtime = self.runtime
             self._dispatcher = Dispatcher(
-                {name: self._entry(compose(self._middleware, h)) for name, h in handlers.items()},
+                table,
+                context=lambda request: Context(request, runtime),
                 server_info=self.info if self._server_info_in_results else None,
                 versions=c.MODERN_VERSIONS,
-                legacy_versions=c.LEGACY_VERSIONS if self.legacy is not None else (),
+                legacy_handlers=self.legacy.handlers(table) if self.legacy is not None else None,
+                legacy_versions=legacy_versions,
             )
         return self._dispatcher
-
-    def _entry(self, chain: MethodHandler) -> Callable[[Request], Any]:
-        async def entry(request: Request) -> JSONDict:
-            ctx = Context(request, self)
-            try:
-                return await chain(ctx)
-            except asyncio.CancelledError:
-                ctx.mark_cancelled()  # wakes worker threads polling ctx.cancelled
-                raise
-
-        return entry
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
     ) -> JSONDict | None:
-        """Answer one decoded JSON-RPC message (``None`` for notifications)."""
+        """Answer one decoded 2026-07-28 JSON-RPC message (``None`` for notifications).
+
+        The in-process entry point (``Client(server)`` uses it): a legacy ``initialize`` is
+        refused here, since sessions belong to a transport (stdio, HTTP).
+        """
         return await self.dispatcher.handle(message, send=send, auth=auth)
 
     @property
+    def lifespan_state(self) -> Any:
+        """Whatever the lifespan yielded, while the server runs (``None`` otherwise)."""
+        return self.runtime.lifespan_state
+
+    @property
     def state_sealer(self) -> StateSealer:
-        """Seals ``requestState`` for multi round-trip requests (created on first use).
-
-        Keys come from ``state_keys=`` or ``MCPSERVE_STATE_KEYS``; without either, this
-        process makes a random key, which only works while one process serves.
-        """
-        if self._state_sealer is None:
-            from ..protocol.request_state import StateSealer
-
-            keys, ttl, rounds = self._state_options
-            self._state_sealer = StateSealer(keys, ttl_seconds=ttl, max_rounds=rounds)
-        return self._state_sealer
+        """Seals ``requestState`` for multi round-trip requests (see :class:`Runtime`)."""
+        return self.runtime.sealer
 
     def require_shared_state_keys(self, processes: int) -> None:
-        """Refuse to serve from several processes with per-process ``requestState`` keys.
-
-        Each process would seal with its own random key, so a retry landing on another
-        worker or instance would be rejected.
-        """
-        if processes <= 1 or self._state_options[0] is not None:
-            return
-        if os.environ.get("MCPSERVE_STATE_KEYS"):
-            from ..protocol.request_state import parse_keys
-
-            parse_keys(os.environ["MCPSERVE_STATE_KEYS"])  # a malformed value fails here
-        else:
-            raise RuntimeError(
-                f"Serving from {processes} processes needs a shared requestState key: set "
-                "MCPSERVE_STATE_KEYS (e.g. the output of `mcpserve keygen`) or pass "
-                "Server(state_keys=...)"
-            )
+        """Refuse to serve from several processes with per-process ``requestState`` keys."""
+        self.runtime.require_shared_state_keys(processes)
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell listeners subscribed to ``uri`` (or a parent of it), in every process."""
@@ -267,7 +238,8 @@ class Server(Registering):
         if self._running == 0:
             stack = AsyncExitStack()
             if self.lifespan is not None:
-                self.lifespan_state = await stack.enter_async_context(self.lifespan(self))
+                state = await stack.enter_async_context(self.lifespan(self))
+                self.runtime.lifespan_state = state
             await self.subscriptions.start()
             stack.push_async_callback(self.subscriptions.shutdown)
             self._exit_stack = stack
@@ -281,9 +253,9 @@ class Server(Registering):
                 try:
                     await stack.aclose()
                 finally:
-                    self.lifespan_state = None
+                    self.runtime.lifespan_state = None
 
-    def http_app(self, path: str = "/mcp", **options: Any) -> HTTPApp:
+    def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
         """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``).
 
         Mount it in any ASGI server or framework. Options: ``max_body_bytes`` (default
@@ -293,9 +265,8 @@ class Server(Registering):
         ``authenticate(headers)``, which returns the caller's :class:`Auth` (seen as
         ``ctx.principal`` and ``ctx.scopes``) or ``None`` to answer 401.
         """
-        from ..transports.serve import build_http_app
-
-        return build_http_app(self, path, **options)
+        app: ASGIApp = _serving("http_app")(self, path, **options)
+        return app
 
     def run(
         self,
@@ -313,12 +284,9 @@ class Server(Registering):
         (``max_message_bytes``, ``shutdown_grace``) or :meth:`http_app`.
         """
         if transport == "stdio":
-            from ..transports.stdio import serve_stdio
-
-            asyncio.run(serve_stdio(self, **app_options))
+            _serving("stdio")(self, **app_options)
         elif transport == "http":
-            from ..transports.serve import run_http
-
-            run_http(self, host=host, port=port, path=path, log_level=log_level, **app_options)
+            _serving("http")(self, host=host, port=port, path=path, log_level=log_level,
+                               **app_options)  # fmt: skip
         else:
             raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")

@@ -6,14 +6,14 @@ the bus on the event loop and are fanned out with ``put``s that never wait, so a
 client cannot hold up the publisher or other listeners; a listener whose queue is full is
 ended gracefully instead (the client will listen again) and counted in ``overflows``.
 
-Nothing outlives the request (CHECKLIST S11): closing the stream (HTTP), a
+Nothing outlives the request: closing the stream (HTTP), a
 ``notifications/cancelled`` (stdio) or the server shutting down ends it. On shutdown each
-listener gets its final ``subscriptions/listen`` result (S08).
+listener gets its final ``subscriptions/listen`` result.
 
 ``resourceSubscriptions`` match a ``notifications/resources/updated`` URI exactly, or as
 a parent: subscribing to ``file:///project`` also reports ``file:///project/a.txt``.
 URIs that no resource or template serves, and that are no parent of one, are left out of
-the acknowledgement (§19-Q8).
+the acknowledgement (``docs/decisions.md``, "Unknown URIs in resourceSubscriptions").
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .bus import Event, SubscriptionBus
 
 if TYPE_CHECKING:
     from .context import Context
-    from .server import Server
+    from .registry import Registry
 
 logger = logging.getLogger("mcpserve.subscriptions")
 
@@ -108,8 +108,8 @@ def _covers(subscribed: str, uri: str) -> bool:
 class Subscriptions:
     """The listeners of one server process, and its connection to the bus."""
 
-    def __init__(self, server: Server, bus: SubscriptionBus, *, queue_size: int = 256) -> None:
-        self.server = server
+    def __init__(self, registry: Registry, bus: SubscriptionBus, *, queue_size: int = 256) -> None:
+        self.registry = registry
         self.bus = bus
         self.queue_size = queue_size
         self.listeners: set[Listener] = set()
@@ -227,7 +227,7 @@ class Subscriptions:
 
     def honoured(self, requested: dict[str, Any]) -> dict[str, Any]:
         """The part of a requested filter this server can deliver (echoed in the ack)."""
-        registry = self.server.registry
+        registry = self.registry
         offered = {
             "toolsListChanged": bool(registry.tools),
             "promptsListChanged": bool(registry.prompts),
@@ -275,7 +275,7 @@ class Subscriptions:
         return {"_meta": dict(subscription)}
 
 
-def _served(registry: Any, uri: str) -> bool:
+def _served(registry: Registry, uri: str) -> bool:
     """Whether a subscription to ``uri`` can ever fire: a resource serves it, or it is the
     parent of a resource (an update of a sub-resource reaches parent subscriptions)."""
     if registry.find_resource(uri) is not None:

@@ -1,4 +1,4 @@
-"""RFC 6570 URI templates: expansion (levels 1-4) and matching for MCP resource templates.
+"""RFC 6570 URI templates (levels 1-4), matched against the URIs of ``resources/read``.
 
 Theory of operation
 -------------------
@@ -8,12 +8,9 @@ variable names, unknown or reserved operators, bad prefix lengths) and, beyond t
 variable used twice: :meth:`URITemplate.match` returns one value per name, so a repeated
 name would have no single answer.
 
-Expansion is the algorithm of RFC 6570 appendix A. Values may be ``str``, ``int``/``float``
-(stringified; ``bool`` becomes ``true``/``false``), a list/tuple, or a mapping; ``None``,
-missing names and empty lists/mappings are undefined and skipped. Literal text is copied,
-with characters that are not allowed in a URI percent-encoded (RFC 6570 section 3.1).
-
-Matching is the inverse used by ``resources/read``. Every part is translated into a piece
+Matching is the inverse of RFC 6570's expansion: it finds the values that expand to a URI.
+Literal text matches as written or with the characters a URI does not allow percent-encoded
+(RFC 6570 section 3.1), as an expanding client writes them. Every part is translated into a piece
 of ONE regular expression, compiled at construction; :meth:`URITemplate.match` is a single
 ``re.fullmatch`` followed by percent-decoding (UTF-8; invalid UTF-8 means "no match"). To
 stay linear on hostile input the regex has no nested quantifiers and never backtracks into
@@ -43,7 +40,6 @@ where a cheap, predictable rule is worth more than guessing.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote, unquote_to_bytes
@@ -53,22 +49,21 @@ __all__ = ["URITemplate", "is_template"]
 
 @dataclass(frozen=True, slots=True)
 class _Operator:
-    first: str  # emitted before the first defined value
-    sep: str  # emitted between values
-    named: bool  # values are emitted as name=value
-    ifemp: str  # emitted after a name whose value is empty
+    first: str  # written before the first defined value
+    sep: str  # written between values
+    named: bool  # values are written as name=value
     reserved: bool  # reserved characters and existing %XX triplets pass through unencoded
 
 
 _OPERATORS: Final = {
-    "": _Operator("", ",", False, "", False),
-    "+": _Operator("", ",", False, "", True),
-    "#": _Operator("#", ",", False, "", True),
-    ".": _Operator(".", ".", False, "", False),
-    "/": _Operator("/", "/", False, "", False),
-    ";": _Operator(";", ";", True, "", False),
-    "?": _Operator("?", "&", True, "=", False),
-    "&": _Operator("&", "&", True, "=", False),
+    "": _Operator("", ",", False, False),
+    "+": _Operator("", ",", False, True),
+    "#": _Operator("#", ",", False, True),
+    ".": _Operator(".", ".", False, False),
+    "/": _Operator("/", "/", False, False),
+    ";": _Operator(";", ";", True, False),
+    "?": _Operator("?", "&", True, False),
+    "&": _Operator("&", "&", True, False),
 }
 _FUTURE_OPERATORS: Final = "=,!@|"  # RFC 6570 section 2.2 reserves these; reject, not guess
 _QUERY_OPS: Final = ("?", "&")
@@ -105,7 +100,6 @@ class _Capture:
 
 
 _Part = str | _Expression
-_Value = str | tuple[str, ...] | dict[str, str]
 
 
 def is_template(text: str) -> bool:
@@ -155,11 +149,6 @@ class URITemplate:
 
     def __hash__(self) -> int:
         return hash(self.template)
-
-    def expand(self, values: Mapping[str, object]) -> str:
-        """Expand the template with ``values`` per RFC 6570; undefined variables are skipped."""
-        out = [p if isinstance(p, str) else _expand_expression(p, values) for p in self._parts]
-        return "".join(out)
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
         """Return the variable values that expand to ``uri``, or ``None`` if it does not match."""
@@ -350,59 +339,3 @@ def _decode(text: str) -> str:
         return text  # the common case: nothing to decode, nothing to validate
     # Strict both ways: a lone surrogate fails to encode, invalid UTF-8 fails to decode.
     return unquote_to_bytes(text).decode("utf-8")
-
-
-def _scalar(value: object, name: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bool):  # before int: bool is an int subclass
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    raise TypeError(f"cannot expand {name!r}: unsupported value type {type(value).__name__}")
-
-
-def _normalize(value: object, name: str) -> _Value | None:
-    # None members are dropped like undefined variables; an empty composite is undefined.
-    if isinstance(value, Mapping):
-        pairs = {str(k): s for k, v in value.items() if (s := _scalar(v, name)) is not None}
-        return pairs or None
-    if isinstance(value, list | tuple):
-        items = tuple(s for v in value if (s := _scalar(v, name)) is not None)
-        return items or None
-    return _scalar(value, name)
-
-
-def _named(op: _Operator, name: str, encoded: str) -> str:
-    return name + op.ifemp if encoded == "" else f"{name}={encoded}"
-
-
-def _expand_expression(expr: _Expression, values: Mapping[str, object]) -> str:
-    op = _OPERATORS[expr.op]
-
-    def enc(text: str) -> str:
-        return _encode(text, reserved=op.reserved)
-
-    items: list[str] = []
-    for spec in expr.specs:
-        value = _normalize(values.get(spec.name), spec.name)
-        if value is None:
-            continue
-        if isinstance(value, str):
-            text = enc(value[: spec.prefix] if spec.prefix is not None else value)
-            items.append(_named(op, spec.name, text) if op.named else text)
-            continue
-        if spec.prefix is not None:
-            raise ValueError(f"prefix modifier on {spec.name!r} cannot apply to a list or mapping")
-        if spec.explode:
-            if isinstance(value, tuple):
-                items.extend(_named(op, spec.name, enc(v)) if op.named else enc(v) for v in value)
-            elif op.named:
-                items.extend(_named(op, enc(k), enc(v)) for k, v in value.items())
-            else:
-                items.extend(f"{enc(k)}={enc(v)}" for k, v in value.items())
-            continue
-        flat = value if isinstance(value, tuple) else [s for kv in value.items() for s in kv]
-        joined = ",".join(enc(v) for v in flat)
-        items.append(_named(op, spec.name, joined) if op.named else joined)
-    return op.first + op.sep.join(items) if items else ""

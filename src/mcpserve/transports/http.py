@@ -5,7 +5,10 @@ with ``application/json``, or with ``text/event-stream`` once its handler sends 
 notification (progress, log) and the client accepts SSE. Nothing is kept between
 requests: any worker, any instance can answer any request.
 
-Checks run in this order before the handler (CHECKLIST §19-Q3); the first failure answers:
+Checks run in this order before the handler (``docs/decisions.md``, "Check order on
+HTTP"); the first failure answers. Rows 9-14 are the dispatcher's ``prepare``
+(``protocol/core.py``), with the header rules plugged in as its checks
+(:class:`~mcpserve.protocol.http_headers.HeaderChecks`):
 
 ====  =========================================================  ===================
  #    check                                                      failure
@@ -19,25 +22,26 @@ Checks run in this order before the handler (CHECKLIST §19-Q3); the first failu
  6    body within ``max_body_bytes``                             413
  7    body parses as JSON                                        400, -32700
  8    one request or notification (no batch, no response)        400, -32600
- 9    ``MCP-Protocol-Version`` and ``Mcp-Method`` present        400, -32020
+ 9    ``MCP-Protocol-Version`` and ``Mcp-Method`` present and    400, -32020
+      equal to the body
  10   ``_meta`` has protocol version and client capabilities     400, -32602
- 11   headers equal the body (version, method)                   400, -32020
- 12   protocol version supported                                 400, -32022
- 13   method exists                                              404, -32601
- 14   ``Mcp-Name`` and ``Mcp-Param-*`` equal the body            400, -32020
- 15   client capabilities a tool requires                        400, -32021
+ 11   protocol version supported                                 400, -32022
+ 12   method exists                                              404, -32601
+ 13   ``Mcp-Name`` and ``Mcp-Param-*`` equal the body            400, -32020
+ 14   client capabilities a tool requires                        400, -32021
 ====  =========================================================  ===================
 
-Handshake-era clients (2025-11-25 and earlier) share the endpoint: a POST without
-per-request ``_meta`` that is an ``initialize``, carries an ``Mcp-Session-Id``, or names a
-legacy ``MCP-Protocol-Version`` (or none) goes to ``http_legacy.py``, and so do GET and
-DELETE with a session id (CHECKLIST Y01-Y02). Everything with ``_meta`` is modern.
+Handshake-era clients (2025-11-25 and earlier) share the endpoint, with one hand-off: a
+message the era rule gives to the handshake era (no per-request ``_meta``, and an
+``initialize``, an ``Mcp-Session-Id`` or a legacy ``MCP-Protocol-Version``), and a GET or
+DELETE with a session id, go to ``http_legacy.py``. Everything with ``_meta`` is modern.
 
 Errors from the handler itself (an unknown tool, a resource that does not exist, -32603)
-are ordinary JSON-RPC answers with status 200 (§19-Q4). A notification is answered 202
-with no body and not acted upon (§19-Q6). When the client closes the connection while a
-request runs, the handler's task is cancelled and nothing more is sent for it (X01); a
-handler that cannot wait (a plain function run inline, a built-in list) simply finishes.
+are ordinary JSON-RPC answers with status 200 (``docs/decisions.md``, "HTTP status of
+errors"). A notification is answered 202 with no body and not acted upon. When the client
+closes the connection while a request runs, the handler's task is cancelled and nothing
+more is sent for it; a handler that cannot wait (a plain function run inline, a list)
+simply finishes.
 """
 
 from __future__ import annotations
@@ -49,8 +53,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
-from ..protocol.core import ANONYMOUS, Auth, Request, has_modern_meta
-from ..protocol.errors import InvalidRequest, MCPError, ParseError
+from ..protocol.core import ANONYMOUS, Auth
+from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
 from .http_legacy import SESSION_HEADER, LegacyHTTP
 from .origin import OriginPolicy
@@ -58,9 +62,6 @@ from .responses import (
     ResponseStream,
     accepts_sse,
     cancel_on_disconnect,
-    decode_headers,
-    header_bytes,
-    is_modern,
     read_body,
     send_json,
     send_plain,
@@ -81,17 +82,6 @@ Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | No
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 _CHALLENGE = [(b"www-authenticate", b"Bearer")]
-#: Built-in methods whose handlers never wait on anything.
-_SYNCHRONOUS_METHODS = frozenset(
-    {"server/discover", "tools/list", "resources/list", "resources/templates/list",
-     "prompts/list"}
-)  # fmt: skip
-
-
-RawHeaders = list[tuple[bytes, bytes]]
-_VERSION_HEADER = hh.PROTOCOL_VERSION_HEADER.encode()
-_METHOD_HEADER = hh.METHOD_HEADER.encode()
-_NAME_HEADER = hh.NAME_HEADER.encode()
 _SESSION_HEADER = SESSION_HEADER.encode()
 
 
@@ -111,6 +101,8 @@ class HTTPApp:
         origin_policy: OriginPolicy | None = None,
         keepalive_seconds: float = 15.0,
         authenticate: Authenticate | None = None,
+        max_sessions: int = 1000,
+        session_idle_seconds: float = 1800.0,
     ) -> None:
         self.server = server
         self.authenticate = authenticate
@@ -120,7 +112,12 @@ class HTTPApp:
         self.keepalive_seconds = keepalive_seconds
         self._lifespan_context: Any = None
         self._accepted_hosts: set[bytes | None] = set()
-        self.legacy = LegacyHTTP(server, send_json) if server.legacy is not None else None
+        #: The handshake era's side of this app (None when the server has none).
+        self.legacy = (
+            LegacyHTTP(server, max_sessions=max_sessions, idle_seconds=session_idle_seconds)
+            if server.legacy is not None
+            else None
+        )
 
     async def _other(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         kind = scope["type"]
@@ -166,7 +163,7 @@ class HTTPApp:
             await send_plain(send, 404, b"Not Found")
             return
         raw = scope["headers"]
-        headers = header_bytes(raw)  # the hot path compares bytes; str only when needed
+        headers = hh.header_bytes(raw)  # the hot path compares bytes; str only when needed
         host = headers.get(b"host")
         if host not in self._accepted_hosts:
             problem = self.origin_policy.check_host(_text(host))
@@ -185,7 +182,7 @@ class HTTPApp:
                 return
         auth = ANONYMOUS
         if self.authenticate is not None:
-            outcome = self.authenticate(decode_headers(raw))
+            outcome = self.authenticate(hh.decode_headers(raw))
             if inspect.isawaitable(outcome):
                 outcome = await outcome
             if outcome is None:
@@ -195,11 +192,9 @@ class HTTPApp:
             auth = outcome
         method = scope["method"]
         if method != "POST":
-            session_id = headers.get(_SESSION_HEADER)
-            if method in ("GET", "DELETE") and self.legacy is not None and session_id is not None:
-                session = session_id.decode("latin-1")
-                await self._legacy_get_or_delete(method, session, decode_headers(raw), receive,
-                                                 send)  # fmt: skip
+            legacy = self.legacy
+            if method in ("GET", "DELETE") and legacy is not None and _SESSION_HEADER in headers:
+                await legacy.stream(method, hh.decode_headers(raw), receive, send)
             else:
                 await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
@@ -218,24 +213,19 @@ class HTTPApp:
             error = InvalidRequest(f"Request body exceeds {self.max_body_bytes} bytes")
             await send_json(send, 413, error_response(None, error))
             return
+        message: Any = None
         try:
             message = loads(body)
             kind = classify(message)
-        except ParseError as exc:
-            await send_json(send, 400, error_response(None, exc))
-            return
-        except InvalidRequest as exc:
+        except MCPError as exc:
             await send_json(send, 400, error_response(readable_id(message), exc))
             return
-        if (
-            self.legacy is not None
-            and not is_modern(message)
-            and await self._legacy_post(message, kind, decode_headers(raw), auth, receive, send)
-        ):
+        if self.legacy is not None and self.legacy.claims(message, kind, headers):
+            await self.legacy.post(message, kind, hh.decode_headers(raw), auth, receive, send)
             return
         if kind is Kind.NOTIFICATION:
             try:
-                hh.check_notification_headers(decode_headers(raw), message)
+                hh.check_notification_headers(hh.decode_headers(raw), message)
             except MCPError as exc:
                 await send_json(send, 400, error_response(None, exc))
                 return
@@ -247,155 +237,43 @@ class HTTPApp:
             return
         await self._request(message, headers, raw, auth, receive, send)
 
-    # -- the handshake era (CHECKLIST Y01-Y04) -----------------------------------------------
-
-    async def _legacy_post(
-        self,
-        message: JSONDict,
-        kind: Kind,
-        headers: dict[str, str],
-        auth: Auth,
-        receive: Receive,
-        send: ASGISend,
-    ) -> bool:
-        """Serve a POST that belongs to the handshake era; False if it is a modern one."""
-        assert self.legacy is not None
-        params = message.get("params")
-        if isinstance(params, dict) and has_modern_meta(params):
-            return False  # per-request _meta: modern, even inside a session (Y01)
-        is_initialize = kind is Kind.REQUEST and message["method"] == "initialize"
-        session_id = headers.get(SESSION_HEADER)
-        version = headers.get(hh.PROTOCOL_VERSION_HEADER)
-        legacy_header = version is None or version.strip() in c.LEGACY_VERSIONS
-        if (
-            not is_initialize
-            and session_id is None
-            and not (legacy_header and kind is Kind.REQUEST)
-        ):
-            return False
-        problem = self.legacy.version_problem(headers)
-        if problem is not None:
-            await send_json(
-                send, 400, error_response(readable_id(message), InvalidRequest(problem))
-            )
-            return True
-        if is_initialize:
-            await self.legacy.initialize(message, send)
-            return True
-        if session_id is None:
-            error = InvalidRequest("Bad request: Mcp-Session-Id is required (send initialize)")
-            await send_json(send, 400, error_response(readable_id(message), error))
-            return True
-        session = self.legacy.sessions.get(session_id.strip())
-        if session is None:
-            error = InvalidRequest("Session not found: send initialize to start a new one")
-            await send_json(send, 404, error_response(readable_id(message), error))
-            return True
-        await self.legacy.post(message, kind, session, auth, receive, send)
-        return True
-
-    async def _legacy_get_or_delete(
-        self,
-        method: str,
-        session_id: str,
-        headers: dict[str, str],
-        receive: Receive,
-        send: ASGISend,
-    ) -> None:
-        assert self.legacy is not None
-        problem = self.legacy.version_problem(headers)
-        if problem is not None:
-            await send_json(send, 400, error_response(None, InvalidRequest(problem)))
-            return
-        session = self.legacy.sessions.get(session_id.strip())
-        if session is None:
-            error = InvalidRequest("Session not found: send initialize to start a new one")
-            await send_json(send, 404, error_response(None, error))
-        elif method == "GET":
-            await self.legacy.get(session, headers, receive, send)
-        else:
-            await self.legacy.delete(session, send)
-
     async def _request(
         self,
         message: JSONDict,
         headers: dict[bytes, bytes],
-        raw: RawHeaders,
+        raw: list[tuple[bytes, bytes]],
         auth: Auth,
         receive: Receive,
         send: ASGISend,
     ) -> None:
-        """A request, after the checks every POST gets. ``headers`` are the raw bytes, looked
-        up on the fast path; the checks that need them all as text decode ``raw``."""
+        """A request, after the checks every POST gets: the dispatcher's two steps."""
         dispatcher = self.server.dispatcher
-        request_id = message["id"]
-        method: str = message["method"]
-        params = message.get("params") or {}
         try:
-            if method == "initialize" and not has_modern_meta(params):
-                raise dispatcher.handshake_refusal(params)
-            version_header = _text(headers.get(_VERSION_HEADER))
-            method_header = _text(headers.get(_METHOD_HEADER))
-            if version_header is None or method_header is None:
-                hh.check_required_headers(decode_headers(raw), message)
-            meta = dispatcher.read_meta(params)
-            # Fast path: headers that equal the body exactly need no trimming or decoding.
-            if (
-                method_header != method
-                or version_header != meta.protocol_version
-                or version_header != version_header.strip()
-                or method_header != method_header.strip()
-            ):
-                hh.check_header_values(decode_headers(raw), message, include_name=False)
-            dispatcher.check_version(meta)
-            handler = dispatcher.lookup(method)
-            name_header = _text(headers.get(_NAME_HEADER))
-            if (
-                name_header is None
-                or name_header != hh.name_for(method, params)
-                or name_header.startswith("=?")
-                or not name_header.isascii()
-            ):
-                hh.check_name_header(decode_headers(raw), message)
-            synchronous = method in _SYNCHRONOUS_METHODS
-            tool = None
-            if method == "tools/call":
-                name = params.get("name")
-                tool = self.server.registry.tool(name) if isinstance(name, str) else None
-                synchronous = tool is not None and tool.synchronous
-                if tool is not None and tool.header_params:
-                    arguments = params.get("arguments")
-                    hh.check_param_headers(
-                        decode_headers(raw),
-                        arguments if isinstance(arguments, dict) else None,
-                        tool.header_params,
-                        tool.header_types,
-                    )
+            request = dispatcher.prepare(message, auth=auth, checks=hh.HeaderChecks(headers, raw))
         except MCPError as exc:
             status = 404 if exc.code == c.METHOD_NOT_FOUND else 400
-            await send_json(send, status, error_response(request_id, exc))
+            await send_json(send, status, error_response(message["id"], exc))
             return
-        if synchronous and not self.server.has_middleware:
+        except Exception:  # a bug of ours: logged with a reference, never shown to the client
+            ref = new_ref()
+            logger.exception("Failed to prepare a request (ref %s)", ref)
+            failure = InternalError(f"Internal error (ref {ref})")
+            await send_json(send, 500, error_response(message["id"], failure))
+            return
+        if request.inline:
             # Nothing in it can wait, so it sends no notifications and nothing could cancel
             # it: answer with JSON directly, without a stream or a disconnect watcher.
-            request = Request(request_id, method, params, meta, None, auth)
-            if tool is not None:
-                answer = self.server.call_tool_inline(tool, request)
-                response = answer if isinstance(answer, dict) else await answer
-            else:
-                response = await dispatcher.execute(handler, request)
+            answer = dispatcher.execute_inline(request)
+            response = answer if isinstance(answer, dict) else await answer
             error = response.get("error")
             await send_json(send, status_for(error["code"]) if error else 200, response)
             return
-        accept = _text(headers.get(b"accept"))
-        stream = ResponseStream(send, accepts_sse(accept), self.keepalive_seconds)
-        request = Request(request_id, method, params, meta, stream.notify, auth)
-        if not stream.sse_allowed:
-            request.send = None
+        stream = ResponseStream(send, accepts_sse(_text(headers.get(b"accept"))),
+                                self.keepalive_seconds)  # fmt: skip
+        if stream.sse_allowed:
+            request.send = stream.notify
         try:
-            outcome = await cancel_on_disconnect(
-                dispatcher.execute(handler, request), receive, request_id
-            )
+            outcome = await cancel_on_disconnect(dispatcher.execute(request), receive, request.id)
             if outcome is not None:
                 await stream.finish(outcome)
         finally:

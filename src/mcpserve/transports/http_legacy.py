@@ -1,44 +1,60 @@
 """Streamable HTTP for handshake-era clients (2025-11-25 and earlier), beside the modern app.
 
-Routing (CHECKLIST Y01-Y04, Y09-Y14) is decided in ``http.py``; this module serves what it
-hands over: ``initialize`` (which mints an ``Mcp-Session-Id``), every later POST of the
-session, the standalone ``GET`` stream, ``GET`` with ``Last-Event-ID`` to resume a stream,
-and ``DELETE`` to end a session.
+``http.py`` hands over what the era rule gives to the handshake era (:meth:`LegacyHTTP.claims`)
+and every GET or DELETE with a session id. This module serves it: ``initialize`` (which mints
+an ``Mcp-Session-Id``), every later POST of the session, the standalone ``GET`` stream,
+``GET`` with ``Last-Event-ID`` to resume a stream, and ``DELETE`` to end a session.
 
-Each legacy request runs in a task owned by its session, writing to an
-:class:`~mcpserve.transports.sse.EventStream`. The POST's connection only reads that
-stream: if the client disconnects, the request goes on (a disconnect is not a
-cancellation in this era, Y14; ``notifications/cancelled`` is), and the client can resume
-the stream. A request whose handler sends nothing before its result is answered as
-``application/json``.
+An :class:`HTTPSession` holds what the session needs over HTTP: the era's
+:class:`~mcpserve.protocol.legacy.Session`, its resumable streams, its running requests and
+its questions to the client. Each request runs in a task owned by its session, writing to an
+:class:`~mcpserve.transports.sse.EventStream`; the POST's connection only reads that stream.
+If the client disconnects, the request goes on (in this era a disconnect is not a
+cancellation, ``notifications/cancelled`` is) and the client can resume the stream. A request
+whose handler sends nothing before its result is answered as ``application/json``.
+
+:class:`SessionStore` keeps sessions bounded: at most ``max_sessions`` live at once (further
+``initialize`` requests get 503), and a session idle for ``idle_seconds`` is closed the next
+time the store is touched. Closing a session cancels its requests, fails its questions to
+the client (the handler sees a clear error) and drops every reference to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
-from ..protocol.core import Auth
-from ..protocol.errors import InternalError, InvalidRequest
-from ..protocol.jsonrpc import JSONDict, Kind, error_response
-from ..server.sessions import LegacySession, SessionStore, TooManySessions
+from ..protocol.core import Auth, refuse_duplicate_id
+from ..protocol.errors import InternalError, InvalidRequest, MCPError
+from ..protocol.jsonrpc import JSONDict, Kind, error_response, is_valid_id, readable_id
+from ..protocol.legacy import Session, is_legacy
+from ..server.bus import Event
+from ..server.legacy import notification_for
+from .outgoing import OutgoingRequests
+from .responses import send_json
 from .sse import SSE_HEADERS, EventStream
 
 if TYPE_CHECKING:
-    from ..server.legacy import Legacy
     from ..server.server import Server
 
 logger = logging.getLogger("mcpserve.http")
 
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-JSONResponder = Callable[..., Awaitable[None]]
 
 SESSION_HEADER = "mcp-session-id"
 MAX_STREAMS_PER_SESSION = 32
+_SESSION_BYTES = SESSION_HEADER.encode()
+_VERSION_BYTES = b"mcp-protocol-version"
+_LEGACY_VERSIONS = frozenset(version.encode() for version in c.LEGACY_VERSIONS)
 
 
 class StreamSink:
@@ -56,68 +72,211 @@ class StreamSink:
         self.stream.detach(retry_ms)
 
 
+class HTTPSession:
+    """One handshake-era session over HTTP."""
+
+    def __init__(self, session: Session) -> None:
+        # 144 random bits from the OS CSPRNG, in visible ASCII.
+        self.id = base64.urlsafe_b64encode(os.urandom(18)).decode()
+        self.session = session
+        self.tasks: dict[Any, asyncio.Task[Any]] = {}
+        self.outgoing = OutgoingRequests()
+        self.streams: OrderedDict[str, EventStream] = OrderedDict()
+        #: The GET stream for notifications unrelated to a request, when open.
+        self.standalone: EventStream | None = None
+        self.last_used = time.monotonic()
+        self.closed = False
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the session was last used; 0 while a request or stream is open."""
+        if self.tasks or (self.standalone is not None and not self.standalone.finished):
+            return 0.0
+        return time.monotonic() - self.last_used
+
+    def new_stream(self) -> EventStream:
+        stream = EventStream()
+        self.streams[stream.id] = stream
+        while len(self.streams) > MAX_STREAMS_PER_SESSION:
+            self.streams.popitem(last=False)[1].finish()
+        return stream
+
+    def on_event(self, event: Event) -> None:
+        """A bus event: the session's notification goes on the standalone stream, if open."""
+        message = notification_for(event, self.session)
+        if message is not None and self.standalone is not None and not self.standalone.finished:
+            self.standalone.push(message)
+
+    def close(self) -> None:
+        """End everything in flight; nothing of the session is kept."""
+        self.closed = True
+        # Questions to the client fail first: their handlers end with that clear error.
+        answered = self.outgoing.close()
+        for task in self.tasks.values():
+            if task not in answered:
+                task.cancel()
+        for stream in self.streams.values():
+            stream.finish()
+        self.tasks.clear()
+        self.streams.clear()
+        self.standalone = None
+
+
+class TooManySessions(Exception):
+    pass
+
+
+class SessionStore:
+    """Live HTTP sessions, bounded in number and idle time."""
+
+    def __init__(
+        self,
+        *,
+        max_sessions: int = 1000,
+        idle_seconds: float = 1800.0,
+        on_close: Callable[[HTTPSession], None] | None = None,
+    ) -> None:
+        self.max_sessions = max_sessions
+        self.idle_seconds = idle_seconds
+        self._sessions: OrderedDict[str, HTTPSession] = OrderedDict()
+        self._on_close = on_close
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def add(self, session: HTTPSession) -> None:
+        self.sweep()
+        if len(self._sessions) >= self.max_sessions:
+            raise TooManySessions
+        self._sessions[session.id] = session
+
+    def get(self, session_id: str) -> HTTPSession | None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        if session.idle_for() > self.idle_seconds:
+            self.remove(session_id)
+            return None
+        session.touch()
+        self._sessions.move_to_end(session_id)
+        return session
+
+    def remove(self, session_id: str) -> bool:
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return False
+        session.close()
+        if self._on_close is not None:
+            self._on_close(session)
+        return True
+
+    def sweep(self) -> None:
+        """Close sessions idle for too long (the least recently used come first)."""
+        expired = [s.id for s in self._sessions.values() if s.idle_for() > self.idle_seconds]
+        for session_id in expired:
+            self.remove(session_id)
+
+    def close_all(self) -> None:
+        for session_id in list(self._sessions):
+            self.remove(session_id)
+
+
 class LegacyHTTP:
     """Sessions and streams of the handshake-era clients of one HTTP app."""
 
-    def __init__(self, server: Server, respond_json: JSONResponder) -> None:
+    def __init__(self, server: Server, *, max_sessions: int, idle_seconds: float) -> None:
+        assert server.legacy is not None
         self.server = server
-        max_sessions, idle_seconds = server.session_limits
-        self.sessions = SessionStore(max_sessions=max_sessions, idle_seconds=idle_seconds)
-        self.sessions.on_close = lambda session: server.subscriptions.sinks.discard(
-            session.on_event
+        self._legacy = server.legacy
+        self._sinks = server.subscriptions.sinks
+        self.sessions = SessionStore(
+            max_sessions=max_sessions,
+            idle_seconds=idle_seconds,
+            on_close=lambda session: self._sinks.discard(session.on_event),
         )
-        self._json = respond_json
 
-    @property
-    def legacy(self) -> Legacy:
-        assert self.server.legacy is not None
-        return self.server.legacy
+    def claims(self, message: JSONDict, kind: Kind, headers: Mapping[bytes, bytes]) -> bool:
+        """Whether a POSTed message belongs to the handshake era: no per-request ``_meta``,
+        and an ``initialize``, a session id, or a legacy (or no) ``MCP-Protocol-Version`` on
+        a request."""
+        version = headers.get(_VERSION_BYTES)
+        legacy_header = version is None or version.strip() in _LEGACY_VERSIONS
+        in_session = _SESSION_BYTES in headers or (legacy_header and kind is Kind.REQUEST)
+        return is_legacy(message, in_session=in_session)
 
-    def version_problem(self, headers: dict[str, str]) -> str | None:
-        """Y13: a legacy request's ``MCP-Protocol-Version``, when sent, must be one we speak."""
-        version = headers.get("mcp-protocol-version")
-        if version is None or version.strip() in c.LEGACY_VERSIONS:
-            return None
-        return f"Unsupported MCP-Protocol-Version {version[:40]!r}"
+    def close(self) -> None:
+        self.sessions.close_all()
 
     # -- POST -------------------------------------------------------------------------------
-
-    async def initialize(self, message: JSONDict, send: ASGISend) -> None:
-        session, response = self.legacy.initialize(message)
-        if session is None:
-            await self._json(send, 400, response)
-            return
-        try:
-            self.sessions.add(session)
-        except TooManySessions:
-            error = InternalError("Too many sessions; try again later")
-            await self._json(send, 503, error_response(message["id"], error))
-            return
-        session.emit = lambda note: self._emit(session, note)
-        self.server.subscriptions.sinks.add(session.on_event)
-        await self._json(send, 200, response, [(b"mcp-session-id", session.id.encode())])
 
     async def post(
         self,
         message: JSONDict,
         kind: Kind,
-        session: LegacySession,
+        headers: Mapping[str, str],
         auth: Auth,
         receive: Receive,
         send: ASGISend,
     ) -> None:
-        if kind is not Kind.REQUEST:
-            await self.legacy.handle(message, session, None, auth)
-            await send({"type": "http.response.start", "status": 202,
-                        "headers": [(b"content-length", b"0")]})  # fmt: skip
-            await send({"type": "http.response.body", "body": b""})
+        problem = _version_problem(headers)
+        if problem is not None:
+            error = InvalidRequest(problem)
+            await send_json(send, 400, error_response(readable_id(message), error))
             return
+        if kind is Kind.REQUEST and message["method"] == "initialize":
+            await self._initialize(message, send)
+            return
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None:
+            error = InvalidRequest("Bad request: Mcp-Session-Id is required (send initialize)")
+            await send_json(send, 400, error_response(readable_id(message), error))
+            return
+        session = self.sessions.get(session_id.strip())
+        if session is None:
+            error = InvalidRequest("Session not found: send initialize to start a new one")
+            await send_json(send, 404, error_response(readable_id(message), error))
+            return
+        if kind is Kind.REQUEST:
+            await self._request(message, session, auth, receive, send)
+            return
+        if kind is Kind.RESPONSE:
+            session.outgoing.receive(message)
+        elif message["method"] == "notifications/cancelled":
+            _cancel(session, message.get("params"))
+        await send({"type": "http.response.start", "status": 202,
+                    "headers": [(b"content-length", b"0")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _initialize(self, message: JSONDict, send: ASGISend) -> None:
+        started, response = self._legacy.initialize(message)
+        if started is None:
+            await send_json(send, 400, response)
+            return
+        session = HTTPSession(started)
+        try:
+            self.sessions.add(session)
+        except TooManySessions:
+            error = InternalError("Too many sessions; try again later")
+            await send_json(send, 503, error_response(message["id"], error))
+            return
+        self._sinks.add(session.on_event)
+        await send_json(send, 200, response, [(b"mcp-session-id", session.id.encode())])
+
+    async def _request(
+        self,
+        message: JSONDict,
+        session: HTTPSession,
+        auth: Auth,
+        receive: Receive,
+        send: ASGISend,
+    ) -> None:
         request_id = message["id"]
         if request_id in session.tasks:
-            error = InvalidRequest("Invalid request: this id is already in flight")
-            await self._json(send, 400, error_response(request_id, error))
+            await send_json(send, 400, error_response(request_id, refuse_duplicate_id(request_id)))
             return
-        stream = self._new_stream(session)
+        stream = session.new_stream()
         task = asyncio.create_task(self._run(message, session, stream, auth))
         session.tasks[request_id] = task
 
@@ -130,35 +289,61 @@ class LegacyHTTP:
         first = stream.first
         if stream.finished and first is not None and "id" in first and "method" not in first:
             session.streams.pop(stream.id, None)  # never resumable: the client saw no event id
-            await self._json(send, 200, first)  # a plain answer: no stream needed
+            await send_json(send, 200, first)  # a plain answer: no stream needed
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await _pump(session, stream, None, receive, send)
 
     async def _run(
-        self, message: JSONDict, session: LegacySession, stream: EventStream, auth: Auth
+        self, message: JSONDict, session: HTTPSession, stream: EventStream, auth: Auth
     ) -> None:
+        """One request, in its own task: the dispatcher's two steps, answered on ``stream``."""
+        dispatcher = self.server.dispatcher
+        sink = StreamSink(stream)
+        ask = functools.partial(session.outgoing.call, sink, owner=asyncio.current_task())
         try:
-            response = await self.legacy.handle(message, session, StreamSink(stream), auth)
-            if response is not None:
+            try:
+                request = dispatcher.prepare(message, send=sink, auth=auth,
+                                             session=session.session, ask=ask)  # fmt: skip
+                if request.inline:
+                    answer = dispatcher.execute_inline(request)
+                    response = answer if isinstance(answer, dict) else await answer
+                else:
+                    response = await dispatcher.execute(request)
+            except MCPError as exc:
+                response = error_response(message["id"], exc)
+            except Exception:  # the dispatcher answers every handler error: this is a bug
+                logger.exception("Legacy request failed")
+                response = error_response(message["id"], InternalError("Internal error"))
+            if not session.closed:  # a session that ended has no one to answer
                 stream.push(response)
-        except Exception as exc:  # the handler path already answers errors; this is a bug
-            logger.exception("Legacy request failed")
-            stream.push(error_response(message["id"], InternalError(str(type(exc).__name__))))
         finally:
             stream.finish()
 
-    def _new_stream(self, session: LegacySession) -> EventStream:
-        stream = EventStream()
-        session.streams[stream.id] = stream
-        while len(session.streams) > MAX_STREAMS_PER_SESSION:
-            session.streams.popitem(last=False)[1].finish()
-        return stream
-
     # -- GET and DELETE ---------------------------------------------------------------------
 
-    async def get(
-        self, session: LegacySession, headers: dict[str, str], receive: Receive, send: ASGISend
+    async def stream(
+        self, method: str, headers: Mapping[str, str], receive: Receive, send: ASGISend
+    ) -> None:
+        """A GET (the standalone stream, or a resumed one) or a DELETE of a session."""
+        problem = _version_problem(headers)
+        if problem is not None:
+            await send_json(send, 400, error_response(None, InvalidRequest(problem)))
+            return
+        session = self.sessions.get(headers.get(SESSION_HEADER, "").strip())
+        if session is None:
+            error = InvalidRequest("Session not found: send initialize to start a new one")
+            await send_json(send, 404, error_response(None, error))
+        elif method == "GET":
+            await self._get(session, headers, receive, send)
+        else:
+            self.sessions.remove(session.id)
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-length", b"0")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": b""})
+
+    async def _get(
+        self, session: HTTPSession, headers: Mapping[str, str], receive: Receive, send: ASGISend
     ) -> None:
         last_event_id = headers.get("last-event-id")
         after: int | None = None
@@ -167,33 +352,35 @@ class LegacyHTTP:
             resumed = session.streams.get(stream_id)
             if resumed is None or not number.isdigit():
                 error = InvalidRequest("Unknown Last-Event-ID: the stream is gone")
-                await self._json(send, 404, error_response(None, error))
+                await send_json(send, 404, error_response(None, error))
                 return
             stream, after = resumed, int(number)
         else:
             if session.standalone is not None:
                 session.standalone.finish()  # one standalone stream per session
-            stream = session.standalone = self._new_stream(session)
+            stream = session.standalone = session.new_stream()
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await _pump(session, stream, after, receive, send)
 
-    async def delete(self, session: LegacySession, send: ASGISend) -> None:
-        self.sessions.remove(session.id)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", b"0")]})  # fmt: skip
-        await send({"type": "http.response.body", "body": b""})
 
-    def _emit(self, session: LegacySession, message: JSONDict) -> None:
-        """Notifications unrelated to a request go on the standalone stream, if one is open."""
-        if session.standalone is not None and not session.standalone.finished:
-            session.standalone.push(message)
+def _version_problem(headers: Mapping[str, str]) -> str | None:
+    """A legacy request's ``MCP-Protocol-Version``, when sent, must be one we speak."""
+    version = headers.get("mcp-protocol-version")
+    if version is None or version.strip() in c.LEGACY_VERSIONS:
+        return None
+    return f"Unsupported MCP-Protocol-Version {version[:40]!r}"
 
-    def close(self) -> None:
-        self.sessions.close_all()
+
+def _cancel(session: HTTPSession, params: Any) -> None:
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    if is_valid_id(request_id):
+        task = session.tasks.get(request_id)
+        if task is not None:
+            task.cancel()
 
 
 async def _pump(
-    session: LegacySession,
+    session: HTTPSession,
     stream: EventStream,
     after: int | None,
     receive: Receive,

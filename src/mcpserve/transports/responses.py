@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ..protocol import constants as c
-from ..protocol.core import has_modern_meta
 from ..protocol.jsonrpc import JSONDict, dumps
 
 logger = logging.getLogger("mcpserve.http")
@@ -34,7 +33,8 @@ BAD_REQUEST_CODES = frozenset(
 
 
 def status_for(code: int) -> int:
-    """HTTP status of a JSON-RPC error raised by a handler (§19-Q4)."""
+    """HTTP status of a JSON-RPC error raised by a handler (``docs/decisions.md``, "HTTP
+    status of errors")."""
     if code == c.METHOD_NOT_FOUND:
         return 404
     return 400 if code in BAD_REQUEST_CODES else 200
@@ -133,41 +133,38 @@ async def cancel_on_disconnect(
             watcher.cancel()
 
 
-def header_bytes(raw: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
-    """ASGI headers as a dict of lower-case names to values, still bytes: what the hot path
-    looks up. Repeated headers are joined as in :func:`decode_headers`."""
-    headers = dict(raw)
-    if len(headers) == len(raw) and b"".join(headers).islower():
-        return headers
-    return {k.encode("latin-1"): v.encode("latin-1") for k, v in decode_headers(raw).items()}
-
-
-def decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """ASGI headers as a dict of lower-case names; repeated headers are joined with ", "."""
-    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
-    if len(headers) != len(raw) or not "".join(headers).islower():
-        # Rare: a repeated header (every value must be seen: two Mcp-Name headers mismatch),
-        # or a server that does not lower-case names as the ASGI spec asks.
-        headers = {}
-        for raw_name, raw_value in raw:
-            name = raw_name.decode("latin-1").lower()
-            value = raw_value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
-
-
-def is_modern(message: JSONDict) -> bool:
-    params = message.get("params")
-    return isinstance(params, dict) and has_modern_meta(params)
-
-
 @functools.lru_cache(maxsize=64)
 def accepts_sse(accept: str | None) -> bool:
-    # Lenient (§19-Q16): no Accept header, or one naming SSE or a wildcard, allows SSE.
+    """Whether ``Accept`` lets us answer with ``text/event-stream``.
+
+    Lenient where the spec is silent (``docs/decisions.md``, "Accept"): no header allows
+    SSE. Otherwise the most specific range naming SSE decides (``text/event-stream``, then
+    ``text/*``, then ``*/*``), and ``q=0`` refuses (RFC 9110 § 12.5.1).
+    """
     if accept is None:
         return True
-    accept = accept.lower()
-    return "text/event-stream" in accept or "*/*" in accept or "text/*" in accept
+    weights: dict[str, float] = {}
+    for part in accept.lower().split(","):
+        media, _, parameters = part.partition(";")
+        media = media.strip()
+        if media not in _SSE_RANGES:
+            continue
+        weight = 1.0
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                try:
+                    weight = float(value.strip())
+                except ValueError:
+                    weight = 0.0  # a malformed weight accepts nothing
+        weights[media] = max(weight, weights.get(media, 0.0))
+    for media in _SSE_RANGES:
+        if media in weights:
+            return weights[media] > 0
+    return False
+
+
+_SSE_RANGES = ("text/event-stream", "text/*", "*/*")
 
 
 def sse_event(message: JSONDict) -> bytes:

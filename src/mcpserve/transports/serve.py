@@ -29,6 +29,8 @@ def build_http_app(
     bind_host: str | None = None,
     keepalive_seconds: float = 15.0,
     authenticate: Authenticate | None = None,
+    max_sessions: int = 1000,
+    session_idle_seconds: float = 1800.0,
 ) -> HTTPApp:
     """See :meth:`Server.http_app`."""
     policy = OriginPolicy.build(
@@ -44,6 +46,8 @@ def build_http_app(
         origin_policy=policy,
         keepalive_seconds=keepalive_seconds,
         authenticate=authenticate,
+        max_sessions=max_sessions,
+        session_idle_seconds=session_idle_seconds,
     )
 
 

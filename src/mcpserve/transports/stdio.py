@@ -3,16 +3,21 @@
 Theory of operation:
 
 * One line is one message (the encoder never emits raw newlines). Blank lines are skipped.
-* Each request runs in its own task, so a slow tool never holds up the next line, and
-  answers may leave out of order; the client correlates by id (CHECKLIST I05).
+* Each line is decoded and classified, then handed to the dispatcher (``protocol/core.py``):
+  ``prepare`` checks it, and a request whose handler can never wait (a list, a plain
+  function) is answered at once; any other runs in its own task, so a slow tool never holds
+  up the next line, and answers may leave out of order (the client correlates by id).
+* Whatever a line holds, it gets its answer: a line that is not JSON gets -32700 without an
+  id, a malformed message -32600, and even a bug of ours becomes a -32603 for that message.
+  Serving goes on. A line longer than ``max_message_bytes`` is discarded and answered -32600.
 * ``notifications/cancelled`` cancels the matching task; a cancelled request writes
-  nothing more, not even a late result (X03). Unknown or finished ids are ignored (X05).
-* A line that is not JSON gets a -32700 answer without an id, and serving goes on. A line
-  longer than ``max_message_bytes`` is discarded and answered with -32600.
+  nothing more, not even a late result. Unknown or finished ids are ignored.
+* The handshake era has one hand-off: a message the era rule gives to it goes to
+  :class:`~.stdio_legacy.StdioLegacy` first (``initialize``, and everything after it
+  without ``_meta``).
 * At EOF the server stops reading and ends the client's subscriptions (each with its final
   result); requests still running get ``shutdown_grace`` seconds (default 5) to answer,
-  then are cancelled, and it returns: a client closing stdin sees the server exit promptly
-  (CHECKLIST I06).
+  then are cancelled, and it returns: a client closing stdin sees the server exit promptly.
 * While serving the real stdout, file descriptor 1 points at stderr and ``sys.stdout`` is
   ``sys.stderr``: a stray ``print`` (or a C library writing to fd 1) lands in the log, not
   in the protocol stream. Protocol output goes to a private duplicate of the old fd 1.
@@ -28,31 +33,33 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.core import has_modern_meta
-from ..protocol.errors import InvalidRequest, ParseError
+from ..protocol.core import refuse_duplicate_id
+from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import (
     JSONDict,
+    Kind,
     RequestId,
+    classify,
     dumps,
     error_response,
     is_valid_id,
     loads,
     notification,
+    readable_id,
 )
+from .stdio_legacy import StdioLegacy
 
 if TYPE_CHECKING:
-    from ..server.legacy import Legacy
     from ..server.server import Server
-    from ..server.sessions import LegacySession
 
 logger = logging.getLogger("mcpserve.stdio")
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 #: Seconds requests still running at EOF get to finish before they are cancelled: clients
-#: close stdin to stop a server and escalate to signals if it lingers (CHECKLIST I06).
+#: close stdin to stop a server and escalate to signals if it lingers.
 DEFAULT_SHUTDOWN_GRACE = 5.0
 #: How often, while draining after EOF, listens that started late are ended too.
 _LISTEN_RECHECK = 0.05
@@ -65,111 +72,86 @@ class StdioSession:
         self.server = server
         self._write = write
         self.inflight: dict[RequestId, asyncio.Task[None]] = {}
-        #: Set once a handshake-era client sent ``initialize``: the process is its session.
-        self.legacy: LegacySession | None = None
+        #: The handshake era's side of this connection (None when the server has none).
+        self.legacy = (
+            StdioLegacy(server.legacy, server.subscriptions, self.send)
+            if server.legacy is not None
+            else None
+        )
 
     def send(self, message: JSONDict) -> None:
         self._write(dumps(message) + b"\n")
 
     async def feed(self, line: bytes) -> None:
-        """Handle one line read from the client."""
+        """Handle one line read from the client. Whatever the line, it gets its answer (or
+        none, for a notification) and the loop goes on."""
         line = line.strip()
         if not line:
             return
         try:
             message = loads(line)
-        except ParseError as exc:
+        except MCPError as exc:
             self.send(error_response(None, exc))
             return
-        session = self._legacy_session(message)
-        if isinstance(message, dict) and "method" in message:
-            if "id" not in message:
-                self._notification(message)
-                if session is not None:
-                    await self._legacy.handle(message, session, None)
-                return
-            if self._legacy_shortcut(message, session):
-                return
-            if is_valid_id(message["id"]) and message["id"] not in self.inflight:
-                request_id = message["id"]
-                task = asyncio.create_task(self._serve(message, session))
-                self.inflight[request_id] = task
-                task.add_done_callback(lambda _: self.inflight.pop(request_id, None))
-                return
-            if is_valid_id(message["id"]):
-                self.send(error_response(
-                    message["id"], InvalidRequest("Invalid request: this id is already in flight")
-                ))  # fmt: skip
-                return
-        if session is not None and isinstance(message, dict) and "id" in message:
-            session.receive_response(message)  # an answer to one of our requests
-            return
-        # Other client responses are ignored; anything malformed gets its -32600 here.
-        response = await self.server.handle(message)
-        if response is not None:
-            self.send(response)
+        try:
+            self._receive(message)
+        except MCPError as exc:
+            self.send(error_response(readable_id(message), exc))
+        except Exception:  # a bug of ours: logged, and this message answered; serving goes on
+            ref = new_ref()
+            logger.exception("Failed to handle a message (ref %s)", ref)
+            self.send(
+                error_response(readable_id(message), InternalError(f"Internal error (ref {ref})"))
+            )
 
     def oversized(self) -> None:
         self.send(error_response(None, InvalidRequest("Invalid request: message too large")))
 
-    # -- the handshake era (CHECKLIST Y01, Y15, Y20) ----------------------------------------
-
-    @property
-    def _legacy(self) -> Legacy:
-        assert self.server.legacy is not None
-        return self.server.legacy
-
-    def _legacy_session(self, message: Any) -> LegacySession | None:
-        """The session a message belongs to: None for modern (``_meta``) messages."""
-        if self.legacy is None or not isinstance(message, dict):
-            return None
-        params = message.get("params")
-        if isinstance(params, dict) and has_modern_meta(params):
-            return None
-        return self.legacy
-
-    def _legacy_shortcut(self, message: JSONDict, session: LegacySession | None) -> bool:
-        """Answer ``initialize``, and a ``ping`` before it (§19-Q15); True if answered."""
-        if self.server.legacy is None or not is_valid_id(message["id"]):
-            return False
-        params = message.get("params")
-        modern = isinstance(params, dict) and has_modern_meta(params)
-        if message["method"] == "initialize" and not modern:
-            new_session, response = self._legacy.initialize(message)
-            if new_session is not None:
-                self._end_legacy()
-                new_session.emit = self.send
-                self.server.subscriptions.sinks.add(new_session.on_event)
-                self.legacy = new_session
-            self.send(response)
-            return True
-        if message["method"] == "ping" and session is None and not modern:
-            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
-            return True
-        return False
-
-    def _end_legacy(self) -> None:
-        if self.legacy is not None:
-            self.server.subscriptions.sinks.discard(self.legacy.on_event)
-            self.legacy.close()
-            self.legacy = None
-
-    async def _serve(self, message: JSONDict, session: LegacySession | None) -> None:
-        async def send_related(notification: JSONDict) -> None:
-            if not _cancelling():
-                self.send(notification)
-
-        if session is not None:
-            response = await self._legacy.handle(message, session, send_related)
-        else:
-            response = await self.server.handle(message, send=send_related)
-        if response is None or _cancelling():
+    def _receive(self, message: object) -> None:
+        kind = classify(message)
+        assert isinstance(message, dict)
+        session = None
+        if self.legacy is not None and self.legacy.claims(message):
+            session = self.legacy.accept(message, kind)
+            if session is None:
+                return  # answered by the handshake era itself
+        if kind is Kind.NOTIFICATION:
+            self._notification(message)
             return
+        if kind is Kind.RESPONSE:
+            return  # an answer to nothing we asked: ignored
+        request_id = message["id"]
+        if request_id in self.inflight:
+            raise refuse_duplicate_id(request_id)
+        dispatcher = self.server.dispatcher
+        ask = self.legacy.ask if session is not None and self.legacy is not None else None
+        request = dispatcher.prepare(message, send=self._send_related, session=session, ask=ask)
+        if request.inline:
+            answer = dispatcher.execute_inline(request)
+            if isinstance(answer, dict):
+                self.send(answer)
+                return
+            work = answer
+        else:
+            work = dispatcher.execute(request)
+        task = asyncio.create_task(self._serve(work, request.method, request_id))
+        self.inflight[request_id] = task
+        task.add_done_callback(lambda _: self.inflight.pop(request_id, None))
+
+    async def _send_related(self, message: JSONDict) -> None:
+        """Notifications about a request; nothing more once it is cancelled."""
+        if not _cancelling():
+            self.send(message)
+
+    async def _serve(self, work: Awaitable[JSONDict], method: str, request_id: RequestId) -> None:
+        response = await work
+        if _cancelling():
+            return  # cancelled: not even a late result is written
         self.send(response)
-        if message.get("method") == "subscriptions/listen" and "result" in response:
+        if method == "subscriptions/listen" and "result" in response:
             # The server ended the subscription: after its result, the stdio teardown
-            # notification too (CHECKLIST §19-Q1).
-            params = {"requestId": message["id"], "reason": "Subscription ended"}
+            # notification too (docs/decisions.md, "Ending a listen on stdio").
+            params = {"requestId": request_id, "reason": "Subscription ended"}
             self.send(notification("notifications/cancelled", params))
 
     def _notification(self, message: JSONDict) -> None:
@@ -188,7 +170,8 @@ class StdioSession:
         subscriptions end with their final results, and in-flight requests get ``grace``
         seconds (``None``: as long as they take) before they are cancelled, answering
         nothing more."""
-        self._end_legacy()
+        if self.legacy is not None:
+            self.legacy.end()
         loop = asyncio.get_running_loop()
         deadline = None if grace is None else loop.time() + grace
         while self.inflight:
@@ -354,3 +337,8 @@ async def serve_stdio(
             )
         finally:
             writer.close()
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """Serve ``server`` on stdin and stdout until stdin closes (``Server.run("stdio")``)."""
+    asyncio.run(serve_stdio(server, **options))

@@ -1,0 +1,72 @@
+"""What the requests of one server share while it serves, and all that a ``Context`` reads
+beyond its own request: the lifespan's state, whether client logging is on, how long a
+handshake-era client gets to answer a question, and the sealer of ``requestState``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..protocol.request_state import StateSealer
+
+#: Where a shared ``requestState`` key comes from when ``state_keys`` is not given.
+STATE_KEYS_ENV = "MCPSERVE_STATE_KEYS"
+
+
+class Runtime:
+    """Shared, per server: made once, read by every request's context."""
+
+    __slots__ = ("_sealer", "_state_options", "client_logging", "client_timeout_seconds",
+                 "lifespan_state")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        client_logging: bool = False,
+        client_timeout_seconds: float = 120.0,
+        state_keys: list[tuple[str, bytes]] | None = None,
+        state_ttl_seconds: float = 300.0,
+        max_input_rounds: int = 10,
+    ) -> None:
+        self.client_logging = client_logging
+        #: Seconds a handshake-era client gets to answer ``ctx.elicit`` and friends.
+        self.client_timeout_seconds = client_timeout_seconds
+        #: What the server's lifespan yielded, while it runs; None otherwise.
+        self.lifespan_state: Any = None
+        self._state_options = (state_keys, state_ttl_seconds, max_input_rounds)
+        self._sealer: StateSealer | None = None
+
+    @property
+    def sealer(self) -> StateSealer:
+        """Seals ``requestState`` for multi round-trip requests (created on first use).
+
+        Keys come from ``state_keys=`` or ``MCPSERVE_STATE_KEYS``; without either, this
+        process makes a random key, which only works while one process serves.
+        """
+        if self._sealer is None:
+            from ..protocol.request_state import StateSealer  # cryptography loads on first use
+
+            keys, ttl, rounds = self._state_options
+            self._sealer = StateSealer(keys, ttl_seconds=ttl, max_rounds=rounds)
+        return self._sealer
+
+    def require_shared_state_keys(self, processes: int) -> None:
+        """Refuse to serve from several processes with per-process ``requestState`` keys.
+
+        Each process would seal with its own random key, so a retry landing on another
+        worker or instance would be rejected.
+        """
+        if processes <= 1 or self._state_options[0] is not None:
+            return
+        if os.environ.get(STATE_KEYS_ENV):
+            from ..protocol.request_state import parse_keys
+
+            parse_keys(os.environ[STATE_KEYS_ENV])  # a malformed value fails here
+        else:
+            raise RuntimeError(
+                f"Serving from {processes} processes needs a shared requestState key: set "
+                f"{STATE_KEYS_ENV} (e.g. the output of `mcpserve keygen`) or pass "
+                "Server(state_keys=...)"
+            )

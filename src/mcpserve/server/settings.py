@@ -1,0 +1,62 @@
+"""What a server says about itself and how it answers lists: fixed when the server is made.
+
+:func:`capabilities` derives the advertised capabilities from what is registered, so what
+``server/discover`` (and a legacy ``initialize``) promises is always what the method table
+serves (``docs/decisions.md``, "Capabilities follow the registry").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .resources import CachePolicy
+
+if TYPE_CHECKING:
+    from .registry import Registry
+
+
+class Settings:
+    """A server's identity and answering options; read, never changed while serving."""
+
+    __slots__ = ("cache", "client_logging", "extensions", "info", "instructions", "page_size")
+
+    def __init__(
+        self,
+        info: dict[str, Any],
+        *,
+        instructions: str | None = None,
+        cache: CachePolicy | None = None,
+        page_size: int | None = None,
+        client_logging: bool = False,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        #: ``serverInfo``: name, version and the optional display fields.
+        self.info = info
+        self.instructions = instructions
+        #: The caching hints of lists, discovery and resources without a policy of their own.
+        self.cache = cache or CachePolicy()
+        self.page_size = page_size
+        self.client_logging = client_logging
+        self.extensions = dict(extensions or {})
+
+
+def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
+    """Server capabilities, derived from what is registered."""
+    offered: dict[str, Any] = {}
+    # Changes reach listeners through subscriptions/listen (and legacy sessions), so
+    # listChanged and subscribe are always true for the features that exist.
+    if registry.tools:
+        offered["tools"] = {"listChanged": True}
+    if registry.resources or registry.templates:
+        offered["resources"] = {"subscribe": True, "listChanged": True}
+    if registry.prompts:
+        offered["prompts"] = {"listChanged": True}
+    if registry.completers:
+        offered["completions"] = {}
+    if settings.client_logging:
+        offered["logging"] = {}
+    if settings.extensions:
+        offered["extensions"] = settings.extensions
+    return offered
