@@ -186,6 +186,35 @@ async def test_unknown_resource_ref_is_invalid_params(connect: Any) -> None:
     assert info.value.code == -32602
 
 
+async def test_a_disabled_prompt_or_template_answers_no_completions(connect: Any) -> None:
+    """Switched off means unknown to every request that names it, completions included."""
+    server = server_with_prompt()
+
+    @server.resource("repo://{owner}")
+    def repo(owner: str) -> str:
+        return owner
+
+    @server.completion(prompt="review", argument="language")
+    def languages(value: str) -> list[str]:
+        return [name for name in LANGUAGES if name.startswith(value)]
+
+    @server.completion(resource="repo://{owner}", argument="owner")
+    def owners(value: str) -> list[str]:
+        return ["octocat"]
+
+    server.disable("prompts", "review")
+    server.disable("resources", "repo://{owner}")
+    async with connect(server) as client:
+        for ref, argument in ((prompt_ref("review"), "language"),
+                              (resource_ref("repo://{owner}"), "owner")):  # fmt: skip
+            with pytest.raises(MCPError) as info:
+                await client.complete(ref, argument, "p")
+            assert info.value.code == -32602
+        server.enable("prompts", "review")
+        completion = await client.complete(prompt_ref("review"), "language", "py")
+    assert completion == {"values": ["python", "pytorch"]}
+
+
 async def test_unknown_ref_type_is_invalid_params(connect: Any) -> None:
     server = server_with_prompt()
 

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import logging
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -797,6 +798,31 @@ async def test_delete_cancels_requests_in_flight(serve: Serve) -> None:
     assert await served.marker("del", "finally") == "cancelled=True"
     rest = await stream.read_all()
     assert not [e for e in rest if e.message is not None and "id" in e.message]
+
+
+async def test_deleting_a_session_while_a_tool_waits_on_the_client_ends_quietly(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The waiting tool gets a clear error (not a cancellation it cannot tell from any
+    other); nothing is logged as a failure; a GET after the DELETE is a quiet 404."""
+    served = await serve()
+    client = served.client()
+    await client.initialize(ALL_CAPABILITIES)
+    stream = await client.open(legacy_call(1, "ask_and_record", {"tag": "gone"}))
+    assert (await stream.next_message())["method"] == "elicitation/create"
+    with caplog.at_level(logging.INFO):
+        assert (await client.delete()).status == 200
+        outcome = await served.marker("gone", "outcome")
+        assert outcome == "error: The session ended before the client answered elicitation/create"
+        rest = await stream.read_all()
+        assert not [e for e in rest if e.message is not None and "id" in e.message]
+        after = await client.get()
+        assert after.status == 404
+        await after.body()
+        await asyncio.sleep(0.05)  # anything logged late would land now
+        gc.collect()  # a failed future nobody read would log here
+    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert noisy == [], [r.getMessage() for r in noisy]
 
 
 async def test_get_without_a_session_is_405(serve: Serve) -> None:

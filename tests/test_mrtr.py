@@ -285,6 +285,78 @@ async def test_raw_json_schema_content_of_the_wrong_shape_is_asked_again(connect
     assert list(result["inputRequests"]) == ["age"]
 
 
+PROFILE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "nick": {"type": "string", "minLength": 2, "maxLength": 8},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "size": {"type": "string", "enum": ["S", "M", "L"]},
+        "plan": {
+            "type": "string",
+            "oneOf": [{"const": "free", "title": "Free"}, {"const": "pro", "title": "Pro"}],
+        },
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+        "email": {"type": "string", "format": "email"},
+    },
+    "required": ["nick"],
+}
+GOOD_PROFILE = {"nick": "ann", "age": 30, "size": "M", "plan": "pro", "tags": ["a", "b"]}
+
+
+def profile_server() -> Server:
+    server = Server("mrtr")
+
+    @server.tool
+    async def profile(ctx: Context) -> str:
+        answer = await ctx.elicit("Your profile?", PROFILE_SCHEMA, key="profile")
+        return f"data={answer.data!r}"
+
+    return server
+
+
+async def answer_profile(connect: Any, content: dict[str, Any]) -> dict[str, Any]:
+    async with connect(profile_server()) as client:
+        first = await call(client, "profile")
+        result: dict[str, Any] = await call(
+            client,
+            "profile",
+            responses={"profile": {"action": "accept", "content": content}},
+            state=first["requestState"],
+        )
+        return result
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"nick": "a"},  # minLength
+        {"nick": "much too long"},  # maxLength
+        {"age": -1},  # minimum
+        {"age": 151},  # maximum
+        {"size": "XL"},  # enum
+        {"plan": "gold"},  # oneOf of titled consts
+        {"tags": ["a", "c"]},  # items.enum
+        {"tags": "a"},  # array type
+    ],
+    ids=["minLength", "maxLength", "minimum", "maximum", "enum", "oneOf", "items.enum", "array"],
+)
+async def test_answers_are_checked_against_every_keyword_of_the_requested_schema(
+    connect: Any, wrong: dict[str, Any]
+) -> None:
+    """A JSON Schema 2020-12 validator decides, not a hand-written subset: an answer that
+    breaks any keyword reads as no answer, so the question is asked again."""
+    result = await answer_profile(connect, {**GOOD_PROFILE, **wrong})
+    assert result["resultType"] == "input_required"
+    assert list(result["inputRequests"]) == ["profile"]
+
+
+async def test_an_answer_that_fits_every_keyword_is_taken(connect: Any) -> None:
+    # "format" is an annotation in 2020-12 (not asserted by default), extra keys are allowed.
+    content = {**GOOD_PROFILE, "email": "not an address", "extra": 1}
+    result = await answer_profile(connect, content)
+    assert text_of(result) == f"data={content!r}"
+
+
 async def test_model_content_that_fails_validation_is_asked_again(connect):
     async with connect(greeting_server()) as client:
         first = await call(client, "greet")

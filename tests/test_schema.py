@@ -936,3 +936,80 @@ def test_a_cached_schema_beyond_json_integers_is_still_copied() -> None:
     assert two.input_schema == one.input_schema
     assert two.input_schema is not one.input_schema
     assert two.input_schema["properties"]["a"]["default"] == 2**70
+
+
+# --------------------------------------------------------------------------- inlining size
+
+
+class Leaf(BaseModel):
+    name: str
+    weight: float = 1.0
+
+
+class Twig(BaseModel):
+    left: Leaf
+    right: Leaf
+    spare: Leaf | None = None
+
+
+class Branch(BaseModel):
+    left: Twig
+    right: Twig
+    spare: Twig | None = None
+
+
+class Limb(BaseModel):
+    left: Branch
+    right: Branch
+    spare: Branch | None = None
+
+
+class Bough(BaseModel):
+    left: Limb
+    right: Limb
+    spare: Limb | None = None
+
+
+class Trunk(BaseModel):
+    left: Bough
+    right: Bough
+    spare: Bough | None = None
+
+
+class Tree(BaseModel):
+    left: Trunk
+    right: Trunk
+    spare: Trunk | None = None
+
+
+def test_a_deep_model_tree_keeps_its_defs_instead_of_inlining_megabytes() -> None:
+    """Inlined, each level copies the level below three times (3**6 leaves here): past the
+    limit the schema keeps $defs and $ref, so it stays small."""
+    from mcpserve.server.json_schema import INLINE_LIMIT
+
+    def plant(tree: Tree) -> None: ...
+
+    spec = build(plant)
+    text = json.dumps(spec.input_schema)
+    assert len(text) < INLINE_LIMIT
+    assert set(spec.input_schema["$defs"]) == {"Leaf", "Twig", "Branch", "Limb", "Bough",
+                                               "Trunk", "Tree"}  # fmt: skip
+    assert spec.input_schema["properties"]["tree"] == {"$ref": "#/$defs/Tree"}
+    Draft202012Validator.check_schema(spec.input_schema)
+    leaf = {"name": "l"}
+    twig = {"left": leaf, "right": leaf}
+    branch = {"left": twig, "right": twig}
+    limb = {"left": branch, "right": branch}
+    bough = {"left": limb, "right": limb}
+    trunk = {"left": bough, "right": bough}
+    tree = {"left": trunk, "right": trunk}
+    Draft202012Validator(spec.input_schema).validate({"tree": tree})
+    assert spec.validate({"tree": tree})["tree"].left.left.left.left.left.left.name == "l"
+
+
+def test_a_shallow_model_tree_is_still_inlined() -> None:
+    def prune(branch: Branch) -> None: ...
+
+    spec = build(prune)
+    assert "$defs" not in spec.input_schema
+    assert spec.input_schema["properties"]["branch"]["properties"]["left"]["type"] == "object"

@@ -114,6 +114,20 @@ def build(**options: Any) -> Server:
         return f"Hello, {answer.data.name}!" if answer.accepted else f"No name ({answer.action})"
 
     @server.tool
+    async def ask_and_record(tag: str, ctx: Context) -> str:
+        """Ask the user's name; ``<tag>.outcome`` records how the question ended."""
+        try:
+            answer = await ctx.elicit("What is your name?", Name)
+        except ToolError as exc:
+            _marker(tag, "outcome", f"error: {exc}")
+            raise
+        except asyncio.CancelledError:
+            _marker(tag, "outcome", "cancelled")
+            raise
+        _marker(tag, "outcome", f"answered: {answer.action}")
+        return answer.action
+
+    @server.tool
     async def ask_url(ctx: Context) -> str:
         """Send the user to a web page (URL-mode elicitation)."""
         answer = await ctx.elicit("Please sign in", url="https://example.com/sign-in")
