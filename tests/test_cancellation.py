@@ -1,4 +1,6 @@
-"""Cancellation, progress and client logging (CHECKLIST §9 L02-L06, §10, §11).
+"""Cancellation: a cancelled request's task, its handler, and what it may still send.
+
+Progress and logging themselves are ``test_context.py``'s.
 
 Cancellation is driven in memory: the request runs as ``asyncio.create_task(server.handle(...))``
 and the test cancels that task, as a transport does on ``notifications/cancelled`` or a
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from mcpserve import Context, MCPError, Server
+from mcpserve import Context, Server
 from mcpserve.protocol import constants as c
 from mcpserve.protocol.jsonrpc import JSONDict
 
@@ -197,8 +199,8 @@ async def test_wait_cancelled_does_not_return_before_cancellation():
 
 
 async def test_progress_and_log_from_a_cancelled_request_are_not_sent():
-    # CHECKLIST X03/N03: once a request is cancelled nothing more goes out for it, not even
-    # from its cleanup code, whatever transport carries the stream.
+    # Once a request is cancelled nothing more goes out for it, not even from its cleanup
+    # code, whatever transport carries the stream.
     started, outcome = asyncio.Event(), []
     server = Server("cancel", client_logging=True)
 
@@ -220,150 +222,3 @@ async def test_progress_and_log_from_a_cancelled_request_are_not_sent():
     await cancel(task)
     assert sink.messages == []
     assert outcome == [False, False]
-
-
-# --------------------------------------------------------------------------- progress
-
-
-def progress_server(steps: list[tuple[float, float | None, str | None]]) -> Server:
-    server = Server("progress")
-
-    @server.tool
-    async def work(ctx: Context) -> str:
-        sent = [await ctx.progress(p, total=t, message=m) for p, t, m in steps]
-        return ",".join(str(flag) for flag in sent)
-
-    return server
-
-
-async def test_progress_without_a_token_sends_nothing(connect):
-    async with connect(progress_server([(1, 2, "half"), (2, 2, "done")])) as client:
-        result = await client.call_tool("work", {})
-    assert result["content"][0]["text"] == "False,False"
-    assert client.notifications == []
-
-
-@pytest.mark.parametrize("token", ["abc123", 7], ids=["string", "integer"])
-async def test_progress_notifications_echo_the_request_token(connect, token):
-    async with connect(progress_server([(1, None, None)])) as client:
-        await client.call_tool("work", {}, progress_token=token)
-    assert [n["params"]["progressToken"] for n in client.notifications] == [token]
-
-
-async def test_progress_carries_total_and_message_when_given(connect):
-    async with connect(
-        progress_server([(50, 100, "Reticulating splines..."), (60, None, None)])
-    ) as client:
-        await client.call_tool("work", {}, progress_token="t")
-    assert [n["params"] for n in client.notifications] == [
-        {"progressToken": "t", "progress": 50, "total": 100, "message": "Reticulating splines..."},
-        {"progressToken": "t", "progress": 60},
-    ]
-
-
-async def test_progress_that_does_not_increase_is_not_sent(connect):
-    steps = [(1, None, None), (1, None, None), (0.5, None, None), (2.5, 3, None), (3, 3, None)]
-    async with connect(progress_server(steps)) as client:
-        result = await client.call_tool("work", {}, progress_token="t")
-    assert result["content"][0]["text"] == "True,False,False,True,True"
-    assert [n["params"]["progress"] for n in client.notifications] == [1, 2.5, 3]
-
-
-async def test_progress_without_a_stream_to_send_on_is_a_no_op():
-    server = progress_server([(1, None, None)])
-    message = tools_call("work")
-    message["params"]["_meta"]["progressToken"] = "t"
-    response = await server.handle(message)  # no send callable
-    assert response is not None
-    assert response["result"]["content"][0]["text"] == "False"
-
-
-# --------------------------------------------------------------------------- client logging
-
-
-def logging_server(*, client_logging: bool = True) -> Server:
-    server = Server("logs", client_logging=client_logging)
-
-    @server.tool
-    async def chatter(ctx: Context) -> str:
-        sent = [await ctx.log(level, {"level": level}) for level in c.LOG_LEVELS]
-        return ",".join(str(flag) for flag in sent)
-
-    return server
-
-
-def log_levels(notifications: list[JSONDict]) -> list[str]:
-    return [n["params"]["level"] for n in notifications if n["method"] == "notifications/message"]
-
-
-@pytest.mark.parametrize("requested", c.LOG_LEVELS)
-async def test_log_messages_below_the_requested_level_are_filtered(connect, requested):
-    async with connect(logging_server()) as client:
-        result = await client.call_tool("chatter", {}, log_level=requested)
-    expected = list(c.LOG_LEVELS[c.LOG_LEVEL_RANK[requested] :])
-    assert log_levels(client.notifications) == expected
-    flags = result["content"][0]["text"].split(",")
-    assert [level for level, flag in zip(c.LOG_LEVELS, flags, strict=True) if flag == "True"] == (
-        expected
-    )
-
-
-async def test_log_notification_carries_the_data_and_logger_name(connect):
-    server = Server("logs", client_logging=True)
-
-    @server.tool
-    async def one(ctx: Context) -> str:
-        await ctx.log("warning", {"disk": "almost full"}, logger="storage")
-        return "ok"
-
-    async with connect(server) as client:
-        await client.call_tool("one", {}, log_level="info")
-    assert [n["params"] for n in client.notifications] == [
-        {"level": "warning", "data": {"disk": "almost full"}, "logger": "storage"}
-    ]
-
-
-async def test_no_log_notifications_without_a_requested_log_level(connect):
-    async with connect(logging_server()) as client:
-        result = await client.call_tool("chatter", {})
-    assert client.notifications == []
-    assert set(result["content"][0]["text"].split(",")) == {"False"}
-
-
-async def test_no_log_notifications_when_client_logging_is_off(connect):
-    async with connect(logging_server(client_logging=False)) as client:
-        await client.call_tool("chatter", {}, log_level="debug")
-    assert client.notifications == []
-
-
-async def test_logging_capability_is_declared_only_with_client_logging(connect):
-    async with (
-        connect(logging_server()) as on,
-        connect(logging_server(client_logging=False)) as off,
-    ):
-        assert "logging" in (await on.discover())["capabilities"]
-        assert "logging" not in (await off.discover())["capabilities"]
-
-
-async def test_unknown_log_level_in_a_handler_raises_value_error(connect):
-    server = Server("logs", client_logging=True)
-
-    @server.tool
-    async def typo(ctx: Context) -> str:
-        try:
-            await ctx.log("verbose", "x")
-        except ValueError:
-            return "refused"
-        return "sent"
-
-    async with connect(server) as client:
-        result = await client.call_tool("typo", {}, log_level="debug")
-    assert result["content"][0]["text"] == "refused"
-    assert client.notifications == []
-
-
-async def test_unknown_requested_log_level_is_invalid_params(connect):
-    async with connect(logging_server()) as client:
-        with pytest.raises(MCPError) as raised:
-            await client.call_tool("chatter", {}, log_level="verbose")
-    assert raised.value.code == -32602

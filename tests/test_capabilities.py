@@ -1,4 +1,4 @@
-"""``missing_capabilities``: what a request's client lacks (CHECKLIST B19, M04)."""
+"""``missing_capabilities``: what a request's client lacks."""
 
 from mcpserve.protocol.capabilities import missing_capabilities
 

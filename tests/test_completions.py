@@ -1,4 +1,4 @@
-"""Argument completion (CHECKLIST §6)."""
+"""Argument completion."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""The per-request Context: facts from ``_meta``, progress and logging (CHECKLIST §9, §10)."""
+"""The per-request Context: facts from ``_meta``, progress and logging."""
 
 import logging
 from typing import Any
@@ -260,6 +260,37 @@ async def test_progress_is_tracked_per_request(connect: Any) -> None:
     ]
 
 
+@pytest.mark.parametrize("token", ["abc123", 7], ids=["string", "integer"])
+async def test_progress_notifications_echo_the_token_with_its_json_type(
+    connect: Any, token: Any
+) -> None:
+    async with connect(progress_server()) as client:
+        await client.call_tool("build", {}, progress_token=token)
+    tokens = [p["progressToken"] for p in notifications(client, "notifications/progress")]
+    assert tokens == [token, token]
+    assert all(type(sent) is type(token) for sent in tokens)
+
+
+async def test_progress_without_a_stream_to_send_on_is_a_no_op() -> None:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "build",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": LATEST_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "progressToken": "t",
+            },
+        },
+    }
+    response = await progress_server().handle(message)  # no send callable
+    assert response is not None
+    assert response["result"]["structuredContent"] == [False, False]
+
+
 # --------------------------------------------------------------------------- logging
 
 
@@ -294,6 +325,24 @@ async def test_log_sends_messages_at_or_above_the_requested_level(connect: Any) 
             "data": {"error": "Connection failed", "details": {"host": "localhost", "port": 5432}},
         },
     ]
+
+
+LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+@pytest.mark.parametrize("requested", LEVELS)
+async def test_log_filters_below_each_requested_level(connect: Any, requested: str) -> None:
+    server = Server("t", client_logging=True)
+
+    @server.tool
+    async def every_level(ctx: Context) -> list[bool]:
+        return [await ctx.log(level, level) for level in LEVELS]
+
+    async with connect(server) as client:
+        result = await client.call_tool("every_level", {}, log_level=requested)
+    expected = LEVELS[LEVELS.index(requested) :]
+    assert [p["level"] for p in notifications(client, "notifications/message")] == expected
+    assert result["structuredContent"] == [level in expected for level in LEVELS]
 
 
 async def test_log_at_debug_level_sends_everything(connect: Any) -> None:

@@ -241,7 +241,7 @@ def test_method_names_the_server_already_answers_are_reserved(name: str) -> None
     ["subscriptions/listen", "logging/setLevel", "resources/subscribe", "initialize"],
 )
 def test_other_method_names_defined_by_the_protocol_are_reserved(name: str) -> None:
-    # CHECKLIST R12/L08: logging/setLevel and resources/(un)subscribe must answer -32601 to
+    # The spec: logging/setLevel and resources/(un)subscribe must answer -32601 to
     # modern requests; subscriptions/listen is a core method (Q7); initialize/ping belong to
     # the legacy handshake. A custom handler must not be able to take any of these names.
     server = Server("t")

@@ -1,7 +1,5 @@
-"""``server/discover`` and the list methods: capabilities, caching hints, order, pagination.
-
-CHECKLIST V01-V06, G01-G03, K01-K04, T03.
-"""
+"""``server/discover`` and the list methods: capabilities, caching hints, order, pagination
+(``docs/decisions.md``, "Capabilities follow the registry", "Cursors")."""
 
 import pytest
 

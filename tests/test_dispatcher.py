@@ -368,7 +368,9 @@ async def test_legacy_version_in_meta_is_minus_32022_on_a_modern_only_server():
 
 
 async def test_dual_era_server_lists_legacy_versions_in_minus_32022():
-    server = Server("s")  # legacy support is on by default (CHECKLIST V06, §19-Q18)
+    server = Server(
+        "s"
+    )  # legacy support is on by default (decisions: "Legacy versions in version lists")
     response = await server.handle(request("tools/list", meta={VERSION: "2025-11-25", CAPS: {}}))
     check("UnsupportedProtocolVersionError", response)
     assert response["error"]["data"]["supported"] == ["2026-07-28", *c.LEGACY_VERSIONS]

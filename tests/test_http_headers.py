@@ -78,7 +78,7 @@ def reject(fn: Any, *args: Any) -> str:
     return info.value.message
 
 
-# ---------------------------------------------------------------- EVERYTHING-SERVER.md § 9
+# ---------------------------------------------------------------- the conformance scenarios
 
 
 def test_tools_list_with_mcp_method_prompts_list_is_rejected() -> None:
@@ -172,7 +172,7 @@ def test_custom_header_conformance_cases_that_are_rejected(body: str, header: st
     reject(check_p, body, header)
 
 
-# ---------------------------------------------------------------- WIRE-EXAMPLES.md 8 and 14
+# ---------------------------------------------------------------- the spec's examples
 
 SQL_SCHEMA = {
     "type": "object",

@@ -466,7 +466,7 @@ async def test_other_methods_are_405_allow_post(client: httpx.AsyncClient, verb:
 async def test_get_and_delete_with_an_unknown_session_are_404(
     client: httpx.AsyncClient, verb: str
 ) -> None:
-    # CHECKLIST Y02: a dual-era server routes GET/DELETE with a session id to the
+    # A dual-era server routes GET/DELETE with a session id to the
     # handshake era, where an unknown session is 404.
     headers = {"accept": "text/event-stream", "mcp-session-id": "abc"}
     response = await client.request(verb, "/mcp", headers=headers)
@@ -667,7 +667,7 @@ async def test_notification_with_mismatched_method_header_is_400(
 
 
 async def test_posted_cancel_notification_does_not_cancel(client: httpx.AsyncClient) -> None:
-    """§19-Q6: request ids are not unique across HTTP clients, so a POSTed cancel is ignored."""
+    """Request ids are not unique across HTTP clients, so a POSTed cancel is ignored."""
     slow = asyncio.create_task(post(client, call(2, "sleepy", {"seconds": 0.3, "tag": "kept"})))
     await asyncio.sleep(0.05)
     response = await client.post(

@@ -1,4 +1,4 @@
-"""JSON-RPC framing: decoding, classification and message building (CHECKLIST B01-B09)."""
+"""JSON-RPC framing: decoding, classification and message building."""
 
 import orjson
 import pytest

@@ -227,7 +227,7 @@ def new_session(server: Server, version: str = "2025-11-25", **capabilities: Any
         ("2025-11-25", "2025-11-25"),
         ("2025-06-18", "2025-06-18"),
         ("2025-03-26", "2025-03-26"),
-        ("2026-07-28", "2025-11-25"),  # §19-Q14: a modern version asked for the old way
+        ("2026-07-28", "2025-11-25"),  # a modern version asked for the old way
         ("2024-11-05", "2025-11-25"),
         ("1999-01-01", "2025-11-25"),
     ],
@@ -294,7 +294,7 @@ async def test_stdio_discover_works_before_and_without_initialize(serve: Serve) 
     response = await stdio.ask(request("d1", "server/discover"))
     result = response["result"]
     assert result["resultType"] == "complete"
-    # CHECKLIST V06/§19-Q18: a dual-era server lists its legacy versions too.
+    # A dual-era server lists its legacy versions too.
     assert result["supportedVersions"] == ["2026-07-28", *LEGACY_VERSIONS]
     await stdio.initialize()
     response = await stdio.ask(request("d2", "server/discover"))
@@ -325,8 +325,9 @@ async def test_stdio_request_without_meta_or_session_is_modern_32602(serve: Serv
 
 
 async def test_stdio_32602_before_initialize_names_the_supported_versions(serve: Serve) -> None:
-    """§19-Q15: "everything else -32602 naming supported versions", so that a client that
-    forgot ``_meta`` (or a legacy client that skipped ``initialize``) learns its options."""
+    """A ping before initialize aside, everything else is -32602 naming the supported
+    versions, so that a client that forgot ``_meta`` (or a legacy client that skipped
+    ``initialize``) learns its options."""
     served = await serve()
     stdio = served.stdio()
     stdio.checker.expect_modern(1)
@@ -366,7 +367,7 @@ async def test_modern_messages_stay_modern_inside_a_stdio_session(serve: Serve) 
     old = await stdio.ask(legacy_call("l2", "count", {"n": 7}))
     assert old["result"]["structuredContent"] == {"result": 7}
 
-    # Modern errors stay modern (Y03): a legacy version in _meta is -32022.
+    # Modern errors stay modern: a legacy version in _meta is -32022.
     stdio.checker.expect_modern("m3")
     bad = {**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
     response = await stdio.ask(
@@ -416,7 +417,7 @@ async def test_modern_request_with_a_session_id_is_modern(serve: Serve) -> None:
     assert reply.status == 200
     assert reply.result["resultType"] == "complete"
     assert "ttlMs" in reply.result
-    # Y01: a modern request ignores any Mcp-Session-Id, even an unknown one.
+    # A modern request ignores any Mcp-Session-Id, even an unknown one.
     reply = await client.post(
         request(6, "tools/list"), headers={**headers, "mcp-session-id": "nope"}
     )
@@ -522,7 +523,7 @@ async def test_missing_resource_is_32002_with_uri(serve: Serve) -> None:
     )
     assert response["error"]["code"] == -32002
     assert response["error"]["data"] == {"uri": "file:///missing.txt"}
-    # The same read on the modern wire stays -32602 (Y03).
+    # The same read on the modern wire stays -32602.
     modern = await server.handle(request(2, "resources/read", {"uri": "file:///missing.txt"}))
     assert modern is not None
     wire_schema.check_response("resources/read", modern)
@@ -669,7 +670,7 @@ async def test_http_standalone_stream_carries_session_notifications(serve: Serve
     stream = await client.get()
     assert stream.status == 200
     assert stream.is_sse
-    priming = await stream.next_event()  # Y12: an id and empty data first
+    priming = await stream.next_event()  # priming: an id and empty data first
     assert priming is not None
     assert priming.id
     assert priming.data == ""
@@ -742,7 +743,7 @@ async def test_session_id_is_required_after_initialize(serve: Serve) -> None:
         reply = await client.post(message, headers=client.headers(mcp_session_id=None))
         assert reply.status == 400
         assert reply.error["code"] == -32600
-    # Without a version header too (§19-Q13: absent means a legacy 2025-03-26 client).
+    # Without a version header too (absent means a legacy 2025-03-26 client).
     headers = client.headers(mcp_session_id=None, mcp_protocol_version=None)
     reply = await client.post(legacy_request(3, "tools/list"), headers=headers)
     assert reply.status == 400
@@ -876,7 +877,7 @@ async def test_unsupported_protocol_version_header_is_400(serve: Serve, version:
 async def test_unsupported_protocol_version_header_on_get_and_delete_is_400(
     serve: Serve, method: str
 ) -> None:
-    """legacy/basic/transports.mdx: an unsupported MCP-Protocol-Version MUST get 400 (Y13)."""
+    """legacy/basic/transports.mdx: an unsupported MCP-Protocol-Version MUST get 400."""
     served = await serve()
     client = served.client()
     await client.initialize()
@@ -1042,7 +1043,7 @@ async def test_legacy_questions_need_the_capability_declared_at_initialize(serve
     reply = await client.post(legacy_call(1, "ask_llm", {"question": "q"}))
     assert reply.status == 200
     assert reply.error["code"] == -32021
-    # Y07: only what was negotiated at initialize counts; capabilities in a legacy
+    # Only what was negotiated at initialize counts; capabilities in a legacy
     # request's _meta (no protocol version there, so still legacy) change nothing.
     sneaky = legacy_call(2, "ask_llm", {"question": "q"})
     sneaky["params"]["_meta"] = {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
@@ -1295,7 +1296,7 @@ async def test_disconnect_does_not_cancel_a_legacy_request(serve: Serve) -> None
     assert progress is not None
     assert progress.message is not None
     assert progress.message["method"] == "notifications/progress"
-    await stream.close()  # the client goes away (Y14: not a cancellation)
+    await stream.close()  # the client goes away (not a cancellation in this era)
     served.release("dc")
     assert await served.marker("dc", "finally") == "cancelled=False"
     resumed = await client.get(last_event_id=progress.id)

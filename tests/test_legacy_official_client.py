@@ -275,7 +275,7 @@ async def test_resources(target: Target) -> None:
             assert note.contents[0].text == "note n7"
             with pytest.raises(MCPError) as caught:
                 await client.read_resource("file:///missing.txt")
-            # Resource not found: -32002 in the legacy era (Y08), -32602 in 2026-07-28.
+            # Resource not found: -32002 in the legacy era, -32602 in 2026-07-28.
             assert caught.value.code == (-32002 if mode == "legacy" else -32602)
             assert caught.value.data == {"uri": "file:///missing.txt"}
 

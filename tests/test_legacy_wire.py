@@ -5,7 +5,7 @@ the server sends is validated for its era: legacy ones against the 2025-11-25 sc
 modern ones against the 2026-07-28 schema (``legacy_schema.EraChecker``). Subprocesses are
 always stopped; every wait is bounded.
 
-CHECKLIST "Legacy era" Y01-Y20 and §19 Q13-Q15, Q18.
+The rules are those of ``docs/decisions.md`` ("Eras").
 """
 
 from __future__ import annotations
@@ -413,7 +413,7 @@ async def test_http_unsupported_version_header_is_400(dual: HTTPServerProcess) -
                 headers=client.headers(mcp_protocol_version=version),
             )
             assert reply.status == 400, version
-        # Without the header the session's version applies (§19-Q13).
+        # Without the header the session's version applies.
         reply = await client.post(
             legacy_request(2, "ping"), headers=client.headers(mcp_protocol_version=None)
         )

@@ -1,4 +1,4 @@
-"""Per-request ``_meta`` (CHECKLIST B15, B16, B21, B23, O01, O02)."""
+"""Per-request ``_meta``: required fields, nothing remembered, unknown keys ignored."""
 
 import json
 

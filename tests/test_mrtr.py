@@ -1,8 +1,8 @@
-"""Multi round-trip requests: asking the client for input (CHECKLIST §12, §8-K05/K08).
+"""Multi round-trip requests: asking the client for input, and caching of their answers.
 
 Every exchange goes through the schema-checked in-memory client (``connect``), so each
 ``input_required`` result is validated as an ``InputRequiredResult`` and each complete one
-as the concrete result type of its method (WIRE-EXAMPLES 12-13, EVERYTHING-SERVER §10).
+as the concrete result type of its method.
 """
 
 from __future__ import annotations
@@ -1116,7 +1116,7 @@ async def test_low_level_raw_dict_requests_pass_through_unchanged(connect):
 
 
 async def test_low_level_request_the_client_cannot_handle_is_minus_32021(connect):
-    # CHECKLIST M04: never include an input request the client did not declare.
+    # Never include an input request the client did not declare.
     server = Server("mrtr")
 
     @server.tool

@@ -1,4 +1,4 @@
-"""Opaque cursors and page slicing (CHECKLIST G01-G03)."""
+"""Opaque cursors and page slicing (``docs/decisions.md``, "Cursors")."""
 
 import base64
 

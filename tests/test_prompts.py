@@ -1,4 +1,4 @@
-"""Prompts (CHECKLIST §5)."""
+"""Prompts."""
 
 from typing import Annotated, Any
 

@@ -1,4 +1,5 @@
-"""Sealed ``requestState``: integrity, binding, expiry, keys (CHECKLIST M05-M07, M09).
+"""Sealed ``requestState``: integrity, binding, expiry, keys (``docs/decisions.md``,
+"Sealed requestState").
 
 ``requestState`` travels through the client, so it is attacker-controlled input. Anything
 that does not open, or opens but was issued for another request, principal or time, is

@@ -1,4 +1,4 @@
-"""Resources and resource templates (CHECKLIST §4)."""
+"""Resources and resource templates."""
 
 import base64
 import dataclasses

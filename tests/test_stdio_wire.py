@@ -307,7 +307,7 @@ async def test_eof_lets_in_flight_requests_finish_then_exits_zero() -> None:
 
 
 async def test_eof_gives_running_requests_a_grace_period_then_exits_promptly() -> None:
-    """CHECKLIST I06: a client closing stdin sees the server exit soon, even with a tool
+    """A client closing stdin sees the server exit soon, even with a tool
     that would run for a long time; what finishes within the grace is still answered."""
     args = [
         sys.executable, "-m", "mcpserve.cli", "run", str(BASIC), "--shutdown-grace", "0.5",

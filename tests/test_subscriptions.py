@@ -1,4 +1,5 @@
-"""``subscriptions/listen`` in memory: the server driven sans-IO (CHECKLIST §13, §19 Q1/Q7/Q8).
+"""``subscriptions/listen`` in memory: the server driven sans-IO (``docs/decisions.md``,
+"Ending a listen on stdio", "Unknown URIs in resourceSubscriptions").
 
 Each listen runs as a task of ``server.handle(listen, send=collector)`` inside
 ``server.running()``. The collector round-trips every message through the JSON encoder and
@@ -108,7 +109,7 @@ class Listen:
     async def ack(self) -> dict[str, Any]:
         message = await self.next()
         assert message["method"] == ACK, message
-        assert self.messages[0] is message  # nothing before the acknowledgement (S03)
+        assert self.messages[0] is message  # nothing before the acknowledgement
         check("SubscriptionsAcknowledgedNotification", message)
         return message["params"]["notifications"]  # type: ignore[no-any-return]
 
@@ -193,7 +194,7 @@ def make_server(**options: Any) -> Server:
 
 
 def tools_only_server() -> Server:
-    """Tools and resources, no prompts (WIRE-EXAMPLES 15)."""
+    """Tools and resources, no prompts."""
     server = Server("tools-only", version="1.0.0")
 
     @server.tool
@@ -233,7 +234,7 @@ async def test_ack_first_and_every_message_carries_the_id_with_its_json_type(
 
 async def test_ack_echoes_the_honoured_subset() -> None:
     """No prompts: promptsListChanged is dropped; unknown URIs are dropped (Q8); a URI a
-    template serves is kept; ``false`` means not requested (S02)."""
+    template serves is kept; ``false`` means not requested."""
     server = tools_only_server()
     async with server.running():
         listen = Listen(
@@ -291,7 +292,7 @@ async def test_unknown_filter_fields_are_not_echoed() -> None:
 
 async def test_a_disabled_resource_is_not_honoured() -> None:
     """BUG: the ack honours a URI whose resource is disabled, though it is "unknown to calls
-    and reads" (registry.py) — an unknown URI for the client (§19-Q8)."""
+    and reads" (registry.py) — an unknown URI for the client."""
     server = make_server()
     server.disable("resources", "file:///project/config.json")
     async with server.running():

@@ -1,8 +1,8 @@
 """The "everything" server that the official MCP conformance suite tests, built with mcpserve.
 
 The suite (``@modelcontextprotocol/conformance``) calls fixed tools, resources and prompts by
-name and checks their answers against canonical values; the full list is in
-``../shared/conformance/EVERYTHING-SERVER.md``. This file is also a tour of mcpserve's API:
+name and checks their answers against canonical values, which the docstrings below repeat
+where they matter. This file is also a tour of mcpserve's API:
 text, image, audio and embedded-resource content, tool errors, progress and log
 notifications, a hand-written JSON Schema, a required client capability, a parameter
 mirrored in an HTTP header, resources and a template, prompts and a completion.

@@ -55,6 +55,7 @@ if typing.TYPE_CHECKING:
     from .server.prompts import Message as Message
     from .server.prompts import Prompt as Prompt
 
+#: The one place the package version is written (pyproject.toml reads it from here).
 __version__ = "0.1.0"
 
 

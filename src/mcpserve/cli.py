@@ -118,7 +118,10 @@ def run(
 
 def worker_app() -> Any:
     """The ASGI app of one worker process started by ``run --workers N``."""
+    from .transports.serve import end_listens_on_exit_signals
+
     server = load_server(os.environ[_ENV_TARGET])
+    end_listens_on_exit_signals(server)  # uvicorn stops a worker with SIGTERM
     return server.http_app(os.environ[_ENV_PATH], bind_host=os.environ[_ENV_HOST])
 
 

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .. import __version__
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
@@ -44,7 +45,7 @@ from .connections import (
 if TYPE_CHECKING:
     from ..server.server import Server
 
-DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": "0.1.0"}
+DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": __version__}
 
 #: Answers one input request of an ``input_required`` result: called with its ``method``
 #: (``elicitation/create``, ``sampling/createMessage``, ``roots/list``) and ``params``,

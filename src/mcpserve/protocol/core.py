@@ -344,6 +344,6 @@ class Dispatcher(Generic[C]):
         return await self.execute(request)
 
 
-def refuse_duplicate_id(request_id: RequestId) -> InvalidRequest:
+def refuse_duplicate_id() -> InvalidRequest:
     """The error for a request reusing the id of one still running on the same connection."""
     return InvalidRequest("Invalid request: this id is already in flight")

@@ -21,10 +21,6 @@ from typing import Any, Protocol
 Event = dict[str, Any]
 Deliver = Callable[[Event], None]
 
-TOOLS_CHANGED: Event = {"type": "tools"}
-PROMPTS_CHANGED: Event = {"type": "prompts"}
-RESOURCES_CHANGED: Event = {"type": "resources"}
-
 
 def resource_updated(uri: str) -> Event:
     return {"type": "updated", "uri": uri}

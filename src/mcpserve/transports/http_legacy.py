@@ -274,7 +274,7 @@ class LegacyHTTP:
     ) -> None:
         request_id = message["id"]
         if request_id in session.tasks:
-            await send_json(send, 400, error_response(request_id, refuse_duplicate_id(request_id)))
+            await send_json(send, 400, error_response(request_id, refuse_duplicate_id()))
             return
         stream = session.new_stream()
         task = asyncio.create_task(self._run(message, session, stream, auth))

@@ -6,8 +6,9 @@ is imported only when HTTP is served.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import signal
+import threading
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -64,16 +65,33 @@ def run_http(
     import uvicorn
 
     app = build_http_app(server, path, bind_host=host, **app_options)
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level=log_level)
-    uvicorn_server = uvicorn.Server(config)
-    # uvicorn waits for open connections before the lifespan shutdown, and a listen stream
-    # never closes by itself: end subscriptions (each gets its final result) on the signal.
-    stop = uvicorn_server.handle_exit
 
-    def handle_exit(sig: int, frame: FrameType | None) -> None:
-        server.subscriptions.end_all()
-        stop(sig, frame)
+    def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
+        end_listens_on_exit_signals(server)
+        return app
 
-    uvicorn_server.handle_exit = handle_exit  # type: ignore[method-assign]
+    config = uvicorn.Config(load, factory=True, host=host, port=port, lifespan="on",
+                            log_level=log_level)  # fmt: skip
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-        asyncio.run(uvicorn_server.serve())
+        uvicorn.Server(config).run()
+
+
+def end_listens_on_exit_signals(server: Server) -> None:
+    """Before the handlers now installed for SIGINT and SIGTERM (uvicorn's), end every open
+    ``subscriptions/listen`` gracefully, each with its final result.
+
+    uvicorn waits for open connections before the ASGI lifespan shutdown, and a listen
+    stream never closes by itself: without this, a signal would leave the server waiting.
+    Call it from the process's main thread once uvicorn is serving (in an app factory).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+            server.subscriptions.end_all()
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(sig, handler)

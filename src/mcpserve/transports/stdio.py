@@ -122,7 +122,7 @@ class StdioSession:
             return  # an answer to nothing we asked: ignored
         request_id = message["id"]
         if request_id in self.inflight:
-            raise refuse_duplicate_id(request_id)
+            raise refuse_duplicate_id()
         dispatcher = self.server.dispatcher
         ask = self.legacy.ask if session is not None and self.legacy is not None else None
         request = dispatcher.prepare(message, send=self._send_related, session=session, ask=ask)
