@@ -42,7 +42,7 @@ from legacy_schema import (
 from mcpserve import Server
 from mcpserve.protocol.errors import MCPError
 from mcpserve.protocol.jsonrpc import error_response
-from mcpserve.transports import http_legacy as sessions_module
+from mcpserve.transports import http_sessions as sessions_module
 from mcpserve.transports.http import HTTPApp
 from mcpserve.transports.stdio import StdioSession
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION, build

@@ -946,40 +946,21 @@ class Leaf(BaseModel):
     weight: float = 1.0
 
 
-class Twig(BaseModel):
-    left: Leaf
-    right: Leaf
-    spare: Leaf | None = None
+def model_tree(levels: int) -> Any:
+    """Models nested ``levels`` deep, each naming the level below three times."""
+    below: Any = Leaf
+    for level in range(levels):
+        below = pydantic.create_model(
+            f"Level{level}", left=(below, ...), right=(below, ...), spare=(below | None, None)
+        )
+    return below
 
 
-class Branch(BaseModel):
-    left: Twig
-    right: Twig
-    spare: Twig | None = None
-
-
-class Limb(BaseModel):
-    left: Branch
-    right: Branch
-    spare: Branch | None = None
-
-
-class Bough(BaseModel):
-    left: Limb
-    right: Limb
-    spare: Limb | None = None
-
-
-class Trunk(BaseModel):
-    left: Bough
-    right: Bough
-    spare: Bough | None = None
-
-
-class Tree(BaseModel):
-    left: Trunk
-    right: Trunk
-    spare: Trunk | None = None
+def tree_value(levels: int) -> Any:
+    value: Any = {"name": "l"}
+    for _ in range(levels):
+        value = {"left": value, "right": value}
+    return value
 
 
 def test_a_deep_model_tree_keeps_its_defs_instead_of_inlining_megabytes() -> None:
@@ -987,29 +968,25 @@ def test_a_deep_model_tree_keeps_its_defs_instead_of_inlining_megabytes() -> Non
     limit the schema keeps $defs and $ref, so it stays small."""
     from mcpserve.server.json_schema import INLINE_LIMIT
 
-    def plant(tree: Tree) -> None: ...
+    def plant(tree: Any) -> None: ...
 
+    plant.__annotations__["tree"] = model_tree(6)  # a type made at run time, not a name
     spec = build(plant)
-    text = json.dumps(spec.input_schema)
-    assert len(text) < INLINE_LIMIT
-    assert set(spec.input_schema["$defs"]) == {"Leaf", "Twig", "Branch", "Limb", "Bough",
-                                               "Trunk", "Tree"}  # fmt: skip
-    assert spec.input_schema["properties"]["tree"] == {"$ref": "#/$defs/Tree"}
+    assert len(json.dumps(spec.input_schema)) < INLINE_LIMIT
+    assert set(spec.input_schema["$defs"]) == {"Leaf", *(f"Level{n}" for n in range(6))}
+    assert spec.input_schema["properties"]["tree"] == {"$ref": "#/$defs/Level5"}
     Draft202012Validator.check_schema(spec.input_schema)
-    leaf = {"name": "l"}
-    twig = {"left": leaf, "right": leaf}
-    branch = {"left": twig, "right": twig}
-    limb = {"left": branch, "right": branch}
-    bough = {"left": limb, "right": limb}
-    trunk = {"left": bough, "right": bough}
-    tree = {"left": trunk, "right": trunk}
-    Draft202012Validator(spec.input_schema).validate({"tree": tree})
-    assert spec.validate({"tree": tree})["tree"].left.left.left.left.left.left.name == "l"
+    Draft202012Validator(spec.input_schema).validate({"tree": tree_value(6)})
+    leaf = spec.validate({"tree": tree_value(6)})["tree"]
+    for _ in range(6):
+        leaf = leaf.left
+    assert leaf.name == "l"
 
 
 def test_a_shallow_model_tree_is_still_inlined() -> None:
-    def prune(branch: Branch) -> None: ...
+    def prune(branch: Any) -> None: ...
 
+    prune.__annotations__["branch"] = model_tree(2)
     spec = build(prune)
     assert "$defs" not in spec.input_schema
     assert spec.input_schema["properties"]["branch"]["properties"]["left"]["type"] == "object"
