@@ -7,7 +7,7 @@ Whatever the transport and the era, a request goes through the two steps of
 :class:`Request` ready to run, or raises the :class:`MCPError` to answer instead:
 
 1. the era. A request inside a handshake-era :class:`~.legacy.Session` (the transport says
-   so, by passing it; :func:`.legacy.is_legacy` is the rule) takes its protocol facts from
+   so, by passing it; :func:`.legacy.era_of` is the rule) takes its protocol facts from
    the session and its handler from the legacy table. Every other request is on the
    2026-07-28 wire, and a legacy ``initialize`` reaching this far is refused;
 2. ``checks.envelope``: the transport's own rules on the message (HTTP: the headers are
@@ -216,7 +216,10 @@ class Dispatcher(Generic[C]):
                 raise self.handshake_refusal(params)
             if checks is not None:
                 checks.envelope(message)
-            meta = self.read_meta(params)
+            try:
+                meta = read_meta(params)
+            except InvalidMeta as exc:
+                raise self.naming_versions(exc) from None
             self.check_version(meta)
             handler = self.handlers.get(method)
         if handler is None:
@@ -232,15 +235,12 @@ class Dispatcher(Generic[C]):
             request.inline = inline_when is None or inline_when(target)
         return request
 
-    def read_meta(self, params: JSONDict) -> RequestMeta:
-        """:func:`read_meta`, with the supported versions named in a missing-``_meta`` error
-        so a client without ``_meta`` learns what to send."""
-        try:
-            return read_meta(params)
-        except InvalidMeta as exc:
-            data = exc.data if isinstance(exc.data, dict) else {}
-            exc.data = {**data, "supported": self.supported_versions}
-            raise
+    def naming_versions(self, exc: InvalidMeta) -> InvalidMeta:
+        """A missing-``_meta`` error that names the supported versions, so the client learns
+        what to send."""
+        data = exc.data if isinstance(exc.data, dict) else {}
+        exc.data = {**data, "supported": self.supported_versions}
+        return exc
 
     def check_version(self, meta: RequestMeta) -> None:
         version = meta.protocol_version

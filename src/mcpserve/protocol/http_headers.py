@@ -360,8 +360,9 @@ class HeaderChecks:
         if version is None or method is None:
             check_required_headers(self.text(), message)  # raises, naming the missing one
             return
-        meta = _params(message).get("_meta")
-        body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+        params = message.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        body_version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
         sent_method = method.decode("latin-1")
         sent_version = version.decode("latin-1")
         if (

@@ -2,7 +2,7 @@
 what differs on their wire.
 
 A dual-era server answers both wires on one endpoint. Which era a message belongs to is
-decided per message by :func:`is_legacy` (``docs/decisions.md``, "Era per message"):
+decided per message by :func:`era_of` (``docs/decisions.md``, "Era per message"):
 per-request ``_meta`` means the 2026-07-28 wire, always, even inside a session; otherwise
 ``initialize`` starts a handshake-era :class:`Session`, and a message inside one (an
 initialized stdio process, a live ``Mcp-Session-Id``) belongs to it.
@@ -21,10 +21,11 @@ facts (version, client capabilities, log level) taken from the session instead o
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from . import constants as c
-from .meta import RequestMeta, has_modern_meta
+from .meta import RequestMeta
 
 #: What a legacy ``initialize`` gets when it asks for a version we do not speak.
 NEWEST_LEGACY = c.LEGACY_VERSIONS[0]
@@ -32,17 +33,28 @@ RESOURCE_NOT_FOUND = -32002
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
 
 
-def is_legacy(message: dict[str, Any], *, in_session: bool) -> bool:
-    """Whether ``message`` belongs to the handshake era.
+class Era(Enum):
+    """What a message says about its era, before any session is considered."""
 
-    ``in_session`` is the transport's word that the message arrived inside a handshake-era
-    session (stdio: the process sent ``initialize``; HTTP: a session id, or a legacy
-    ``MCP-Protocol-Version``, came with it).
-    """
+    #: Per-request ``_meta``: the 2026-07-28 wire, always, even inside a session.
+    MODERN = "modern"
+    #: A legacy ``initialize`` request: it starts a handshake-era session.
+    HANDSHAKE = "handshake"
+    #: Anything else: it belongs to the session it arrives in, or else to 2026-07-28.
+    IN_CONTEXT = "in-context"
+
+
+def era_of(message: dict[str, Any]) -> Era:
+    """The era rule, as far as the message alone decides it (the transport knows the rest:
+    whether the message arrived inside a handshake-era session)."""
     params = message.get("params")
-    if isinstance(params, dict) and has_modern_meta(params):
-        return False
-    return in_session or (message.get("method") == "initialize" and "id" in message)
+    if type(params) is dict:
+        meta = params.get("_meta")
+        if type(meta) is dict and c.META_PROTOCOL_VERSION in meta:
+            return Era.MODERN
+    if message.get("method") == "initialize" and "id" in message:
+        return Era.HANDSHAKE
+    return Era.IN_CONTEXT
 
 
 def negotiate(requested: object) -> str:

@@ -121,7 +121,9 @@ def method_table(
         return await called_tool(ctx).run(_arguments(ctx.request.params), ctx)
 
     def tools_call_inline(ctx: Context) -> Result | Awaitable[Result]:
-        return called_tool(ctx).run_inline(_arguments(ctx.request.params), ctx)
+        # Inline only for a tool that was found (and is synchronous): nothing to check.
+        tool: Tool = ctx.request.target
+        return tool.run_inline(_arguments(ctx.request.params), ctx)
 
     # -- resources -----------------------------------------------------------------------
 
@@ -196,7 +198,9 @@ def method_table(
         return await got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
 
     def prompts_get_inline(ctx: Context) -> Result | Awaitable[Result]:
-        return got_prompt(ctx).run_inline(ctx.request.params.get("arguments"), ctx)
+        # Inline only for a prompt that was found (and is synchronous): nothing to check.
+        prompt: Prompt = ctx.request.target
+        return prompt.run_inline(ctx.request.params.get("arguments"), ctx)
 
     # -- completions ---------------------------------------------------------------------
 

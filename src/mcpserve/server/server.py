@@ -20,6 +20,7 @@ table and middleware, answering, the lifespan and serving.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import AsyncIterator, Callable
@@ -191,10 +192,9 @@ class Server(Registering):
                     name: Handler(compose(self._middleware, handler.call), resolve=handler.resolve)
                     for name, handler in table.items()
                 }
-            runtime = self.runtime
             self._dispatcher = Dispatcher(
                 table,
-                context=lambda request: Context(request, runtime),
+                context=functools.partial(Context, runtime=self.runtime),
                 server_info=self.info if self._server_info_in_results else None,
                 versions=c.MODERN_VERSIONS,
                 legacy_handlers=self.legacy.handlers(table) if self.legacy is not None else None,

@@ -27,7 +27,7 @@ from ..protocol import constants as c
 from ..protocol.core import Auth, refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
 from ..protocol.jsonrpc import JSONDict, Kind, error_response, is_valid_id, readable_id
-from ..protocol.legacy import is_legacy
+from ..protocol.legacy import Era, era_of
 from .http_sessions import HTTPSession, SessionStore, TooManySessions
 from .responses import send_json
 from .sse import SSE_HEADERS, EventStream
@@ -79,10 +79,13 @@ class LegacyHTTP:
         """Whether a POSTed message belongs to the handshake era: no per-request ``_meta``,
         and an ``initialize``, a session id, or a legacy (or no) ``MCP-Protocol-Version`` on
         a request."""
+        era = era_of(message)
+        if era is not Era.IN_CONTEXT:
+            return era is Era.HANDSHAKE
+        if _SESSION_BYTES in headers:
+            return True
         version = headers.get(_VERSION_BYTES)
-        legacy_header = version is None or version.strip() in _LEGACY_VERSIONS
-        in_session = _SESSION_BYTES in headers or (legacy_header and kind is Kind.REQUEST)
-        return is_legacy(message, in_session=in_session)
+        return kind is Kind.REQUEST and (version is None or version.strip() in _LEGACY_VERSIONS)
 
     def close(self) -> None:
         self.sessions.close_all()

@@ -1,7 +1,7 @@
 """The handshake era on stdio: once a client sends ``initialize``, the process is its session.
 
 ``stdio.py`` hands every message the era rule gives to the handshake era
-(:func:`~mcpserve.protocol.legacy.is_legacy`) to :meth:`StdioLegacy.accept`, which answers
+(:func:`~mcpserve.protocol.legacy.era_of`) to :meth:`StdioLegacy.accept`, which answers
 what only this era has and returns the session for the rest:
 
 * ``initialize`` starts the session (a second one starts a new session);
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..protocol.jsonrpc import JSONDict, Kind
-from ..protocol.legacy import Session, is_legacy
+from ..protocol.legacy import Era, Session, era_of
 from ..server.bus import Event
 from ..server.legacy import Legacy, notification_for
 from .outgoing import OutgoingRequests
@@ -45,8 +45,12 @@ class StdioLegacy:
 
     def claims(self, message: JSONDict) -> bool:
         """Whether ``message`` belongs to the handshake era (then :meth:`accept` takes it)."""
-        probing = self.session is None and message.get("method") == "ping" and "id" in message
-        return is_legacy(message, in_session=self.session is not None or probing)
+        era = era_of(message)
+        if era is not Era.IN_CONTEXT:
+            return era is Era.HANDSHAKE
+        if self.session is not None:
+            return True
+        return message.get("method") == "ping" and "id" in message  # a ping before initialize
 
     def accept(self, message: JSONDict, kind: Kind) -> Session | None:
         """Answer what only the handshake era has; the session for what the dispatcher runs."""
