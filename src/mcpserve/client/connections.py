@@ -36,6 +36,11 @@ async def _deliver(handler: NotificationHandler | None, message: JSONDict) -> No
             await outcome
 
 
+def _received(message: JSONDict) -> Any:
+    """What a client reads of a server's message, as if it had crossed the wire."""
+    return loads(dumps(message), exact_integers=False)
+
+
 class MemoryConnection:
     """Drives a :class:`Server` in this process, through the JSON encoder both ways."""
 
@@ -55,11 +60,11 @@ class MemoryConnection:
 
     async def request(self, message: JSONDict) -> JSONDict:
         async def send(notification: JSONDict) -> None:
-            await _deliver(self.on_notification, loads(dumps(notification)))
+            await _deliver(self.on_notification, _received(notification))
 
         response = await self.server.handle(loads(dumps(message)), send=send)
         assert response is not None, "a request always gets a response"
-        return loads(dumps(response))  # type: ignore[no-any-return]
+        return _received(response)  # type: ignore[no-any-return]
 
     async def notify(self, message: JSONDict) -> None:
         await self.server.handle(loads(dumps(message)))
@@ -107,7 +112,7 @@ class StdioConnection:
         async for line in stdout:
             if not line.strip():
                 continue
-            message = loads(line)
+            message = loads(line, exact_integers=False)
             if not isinstance(message, dict):
                 continue
             if "method" in message:

@@ -127,9 +127,9 @@ class Handler(Generic[C]):
 
     ``call`` answers in a coroutine. ``call_inline``, when given, answers here and now (it
     may still return an awaitable in the odd case); ``inline_when(target)`` says whether it
-    may for this request (default: always). ``resolve(params)`` looks up what the request
-    names, or returns None: errors about it are the handler's to raise, after the transport's
-    checks have run.
+    may for a request that found its target (default: always, target or not).
+    ``resolve(params)`` looks up what the request names, or returns None: errors about it
+    are the handler's to raise, after the transport's checks have run.
     """
 
     __slots__ = ("call", "call_inline", "inline_when", "resolve")
@@ -232,7 +232,7 @@ class Dispatcher(Generic[C]):
             checks.target(request)
         if handler.call_inline is not None:
             inline_when = handler.inline_when
-            request.inline = inline_when is None or inline_when(target)
+            request.inline = inline_when is None or (target is not None and inline_when(target))
         return request
 
     def naming_versions(self, exc: InvalidMeta) -> InvalidMeta:

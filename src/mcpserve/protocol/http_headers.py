@@ -355,8 +355,9 @@ class HeaderChecks:
     def envelope(self, message: Mapping[str, Any]) -> None:
         """``MCP-Protocol-Version`` and ``Mcp-Method`` are present and equal the body."""
         self._message = message
-        version = self.headers.get(_VERSION_BYTES)
-        method = self.headers.get(_METHOD_BYTES)
+        headers = self.headers
+        version = headers.get(_VERSION_BYTES)
+        method = headers.get(_METHOD_BYTES)
         if version is None or method is None:
             check_required_headers(self.text(), message)  # raises, naming the missing one
             return
@@ -365,8 +366,10 @@ class HeaderChecks:
         body_version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
         sent_method = method.decode("latin-1")
         sent_version = version.decode("latin-1")
+        # An exact match needs no decoding, unless its edges hold what trimming would remove
+        # (whitespace, or a CR/LF that must be refused).
         if (
-            sent_method != message.get("method")
+            sent_method != message["method"]
             or sent_version != body_version
             or sent_method != sent_method.strip()
             or sent_version != sent_version.strip()
@@ -375,16 +378,21 @@ class HeaderChecks:
 
     def target(self, request: Any) -> None:
         """``Mcp-Name`` equals what the body names; a tool's ``Mcp-Param-*`` its arguments."""
-        name = self.headers.get(_NAME_BYTES)
-        expected = name_for(request.method, request.params)
-        if expected is not None and (
-            name is None
-            or name.startswith(b"=?")
-            or not name.isascii()
-            or name.decode("latin-1") != expected
-        ):
-            check_name_header(self.text(), self._message)
-        tool = request.target if request.method == "tools/call" else None
+        method = request.method
+        key = _NAME_SOURCES.get(method)
+        if key is None:
+            return  # most methods name nothing
+        expected = request.params.get(key)
+        if type(expected) is str:  # not a string: params validation refuses the request
+            name = self.headers.get(_NAME_BYTES)
+            if (
+                name is None
+                or name.startswith(b"=?")
+                or not name.isascii()
+                or name.decode("latin-1") != expected
+            ):
+                check_name_header(self.text(), self._message)
+        tool = request.target if method == "tools/call" else None
         if tool is not None and tool.header_params:
             arguments = request.params.get("arguments")
             check_param_headers(

@@ -33,11 +33,15 @@ class Kind(Enum):
 _DIGITS = b"0123456789"
 _DIGIT_MAP = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_DIGIT_RUN = b"0" * 19
+#: Up to this size a text is scanned for long digit runs; beyond it, scanning would cost more
+#: than decoding, so the decoded value is searched for the floats such integers become.
+_SCAN_LIMIT = 4096
+_LOST_INTEGER = 2.0**63
 #: Deepest nesting the standard library must follow: orjson refuses anything deeper.
 _MAX_DEPTH = 1100
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
+def loads(data: bytes | bytearray | memoryview | str, *, exact_integers: bool = True) -> Any:
     """Decode one JSON text, raising :class:`ParseError` for anything unparsable.
 
     orjson reads an integer beyond 64 bits as a float, but JSON-RPC puts no bound on an id
@@ -45,21 +49,49 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     decoded again by the standard library, which keeps integers exact. orjson refuses
     nesting deeper than 1024 levels, numbers that overflow a double, invalid UTF-8 and lone
     surrogates; the second pass only ever sees texts it accepted.
+
+    ``exact_integers=False`` keeps only the id exact: for a client reading results, where a
+    scan of every large answer would cost more than the rare integer it could save.
     """
     try:
         message = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ParseError(f"Parse error: {_reason(exc)}") from None
-    raw = data if type(data) is bytes else data.encode() if isinstance(data, str) else bytes(data)
-    if len(raw) - len(raw.translate(None, _DIGITS)) < 19:
-        return message  # the common case: too few digits for a long integer
-    if _LONG_DIGIT_RUN not in raw.translate(_DIGIT_MAP):
+    if not exact_integers:
+        if type(message) is not dict or type(message.get("id")) is not float:
+            return message
+    elif len(data) <= _SCAN_LIMIT:
+        raw = data if type(data) is bytes else _as_bytes(data)
+        if len(raw) - len(raw.translate(None, _DIGITS)) < 19:
+            return message  # the common case: too few digits for a long integer
+        if _LONG_DIGIT_RUN not in raw.translate(_DIGIT_MAP):
+            return message
+    elif not _holds_lost_integer(message):
         return message
     try:
         with _deep_recursion():
-            return json.loads(raw)
+            return json.loads(_as_bytes(data))
     except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
         raise ParseError("Parse error: an integer in the message has too many digits") from None
+
+
+def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def _holds_lost_integer(value: Any) -> bool:
+    """Whether a decoded value holds a float that may have been an integer beyond 64 bits."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+        elif kind is float and abs(item) >= _LOST_INTEGER and item.is_integer():
+            return True
+    return False
 
 
 def _reason(exc: orjson.JSONDecodeError) -> str:

@@ -112,10 +112,11 @@ class Elicit:
         content = raw.get("content")
         if not isinstance(content, dict):
             return MISSING
-        if not _check_content(self._json_schema(), content):
-            return MISSING  # the schema we sent is the contract, whatever made it
         if self.schema is None or isinstance(self.schema, dict):
+            if not _check_content(self._json_schema(), content):
+                return MISSING
             return ElicitResult("accept", content, content)
+        # A model asked with is validated by pydantic: the constraints its schema shows.
         try:
             data = self.schema.model_validate(content)
         except pydantic.ValidationError:

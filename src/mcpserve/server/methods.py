@@ -12,6 +12,7 @@ exist (``docs/decisions.md``, "Capabilities follow the registry"); the capabilit
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -64,12 +65,12 @@ def _then(result: Result | Awaitable[Result], finish: Callable[[Result], Result]
     return later()
 
 
-def _synchronous(target: Any) -> bool:
-    return target is not None and target.synchronous
+#: Whether a found tool or prompt may answer inline (a C-level getter: no Python frame).
+_synchronous = operator.attrgetter("synchronous")
 
 
 def _synchronous_resource(found: Any) -> bool:
-    return found is not None and found[0].synchronous
+    return found[0].synchronous  # type: ignore[no-any-return]
 
 
 def method_table(
