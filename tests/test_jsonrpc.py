@@ -92,6 +92,35 @@ def test_loads_keeps_ids_beyond_64_bits_exact(big):
     assert classify(message) is Kind.REQUEST
 
 
+@pytest.mark.parametrize("big", [2**64 + 1, -(2**63) - 1])
+def test_loads_keeps_integers_exact_in_a_large_message_too(big):
+    """A large text is searched by value (for the floats orjson makes of such integers), not
+    scanned byte by byte; the integer comes back exact either way."""
+    padding = "1234567890" * 600  # digits, but inside a string
+    text = (
+        f'{{"id": 1, "params": {{"pad": "{padding}", "n": {big}, "deep": {"[" * 900}{"]" * 900}}}}}'
+    )
+    assert len(text) > 4096
+    message = loads(text)
+    assert type(message["params"]["n"]) is int
+    assert message["params"]["n"] == big
+
+
+def test_loads_of_a_large_message_without_long_integers_is_orjsons_reading():
+    text = '{"id": 1, "pad": "' + "1234567890" * 600 + '", "x": 1.5, "y": 3e20}'
+    message = loads(text)
+    assert message == orjson.loads(text)  # 3e20 is a float literal, and stays one
+
+
+def test_a_client_reading_results_keeps_only_the_id_exact():
+    big = 2**64 + 1
+    text = f'{{"jsonrpc": "2.0", "id": {big}, "result": {{"n": {big}}}}}'
+    assert loads(text, exact_integers=False)["id"] == big
+    inexact = loads(f'{{"jsonrpc": "2.0", "id": 1, "result": {{"n": {big}}}}}',
+                    exact_integers=False)  # fmt: skip
+    assert type(inexact["result"]["n"]) is float
+
+
 def test_loads_still_reads_a_float_id_as_a_float():
     message = loads(b'{"jsonrpc": "2.0", "id": 1.5, "method": "x"}')
     assert message["id"] == 1.5
