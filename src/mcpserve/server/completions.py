@@ -54,12 +54,6 @@ class Completer(Registered):
             if name in required:
                 raise TypeError(f"Completer {fn.__name__}() has an unexpected parameter {name}")
 
-    @classmethod
-    def from_function(
-        cls, fn: Callable[..., Any], key: str, *, pool: Pool, blocking: bool | None = None
-    ) -> Completer:
-        return cls(fn, key, pool=pool, blocking=blocking)
-
     async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> dict[str, Any]:
         """The ``completion`` object for the partial ``value``."""
         return await self.run((value, arguments), ctx)

@@ -95,15 +95,6 @@ class Prompt(Registered):
     def name(self) -> str:
         return self.key
 
-    @classmethod
-    def from_function(cls, fn: Callable[..., Any], *, pool: Pool, **options: Any) -> Prompt:
-        """A prompt for ``fn``; ``options`` are those of ``@server.prompt``."""
-        return cls(fn, pool=pool, **options)
-
-    async def render(self, arguments: Any, ctx: Context) -> dict[str, Any]:
-        """The ``GetPromptResult`` body (or an ``input_required`` result)."""
-        return await self.run(arguments, ctx)
-
     def admit(self, arguments: Any, ctx: Context) -> Any:
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidParams("Invalid params: prompt arguments must be an object")

@@ -134,10 +134,6 @@ class Resource(Readable):
     def uri(self) -> str:
         return self.key
 
-    async def read(self, uri: str, ctx: Context) -> dict[str, Any]:
-        """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
-        return await self.run(None, ctx)
-
 
 class ResourceTemplate(Readable):
     """A family of resources described by an RFC 6570 URI template; its variables are the
@@ -151,10 +147,6 @@ class ResourceTemplate(Readable):
 
     def match(self, uri: str) -> dict[str, Any] | None:
         return self.template.match(uri)
-
-    async def read(self, uri: str, variables: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        """The ``ReadResourceResult`` body (or an ``input_required`` result)."""
-        return await self.run(variables, ctx)
 
     def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
         # A variable that does not convert (``notes://abc`` for an ``int`` id) names nothing.

@@ -73,7 +73,7 @@ def error_result(message: str) -> dict[str, Any]:
 
 
 class Tool(Registered):
-    """A registered tool. Build one with ``@server.tool`` or :meth:`Tool.from_function`."""
+    """A registered tool. Build one with ``@server.tool`` or ``server.add_tool``."""
 
     __slots__ = ("header_params", "header_types", "output", "output_check", "raw_schema",
                  "requires")  # fmt: skip
@@ -125,16 +125,7 @@ class Tool(Registered):
     def name(self) -> str:
         return self.key
 
-    @classmethod
-    def from_function(cls, fn: Callable[..., Any], *, pool: Pool, **options: Any) -> Tool:
-        """A tool for ``fn``; ``options`` are those of ``@server.tool``."""
-        return cls(fn, pool=pool, **options)
-
     # -- one call (the steps are Registered's) ---------------------------------------------
-
-    async def call(self, arguments: Any, ctx: Context) -> dict[str, Any]:
-        """Run the tool for one ``tools/call`` and return the ``CallToolResult`` body."""
-        return await self.run(arguments, ctx)
 
     def admit(self, arguments: Any, ctx: Context) -> Any:
         if self.requires:
