@@ -64,7 +64,8 @@ class InvalidArguments(Exception):
 
 
 class Registered(abc.ABC):
-    """A registered function. Subclasses name their ``kind`` and override the hooks."""
+    """A registered function. Each kind (tool, prompt, ...) subclasses it and overrides the
+    hooks it needs."""
 
     # Plain classes, not dataclasses: compared by identity, and dataclass method generation
     # would cost a noticeable share of a stdio server's cold start.
