@@ -4,8 +4,6 @@ spelled out as ``ToolResult``, over stdio by default or HTTP with
 
 from __future__ import annotations
 
-import os
-
 from pydantic import BaseModel
 
 from mcpserve import Context, Server, ToolResult
@@ -49,8 +47,6 @@ for number in range(3):
 
 
 if __name__ == "__main__":
-    port = os.environ.get("MCPSERVE_TEST_HTTP_PORT")
-    if port:
-        server.run("http", host="127.0.0.1", port=int(port), log_level="warning")
-    else:
-        server.run()
+    from _serve import serve  # beside this script
+
+    serve(server)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any
 
 from mcpserve import Context, Header, Server
@@ -34,8 +33,6 @@ async def confirm(ctx: Context, what: str = "it") -> str:
 
 
 if __name__ == "__main__":
-    port = os.environ.get("MCPSERVE_TEST_HTTP_PORT")
-    if port:
-        server.run("http", host="127.0.0.1", port=int(port), log_level="warning")
-    else:
-        server.run()
+    from _serve import serve  # beside this script
+
+    serve(server)
