@@ -82,6 +82,11 @@ def main() -> None:
     help="HTTP worker processes (needs MCPSERVE_STATE_KEYS when more than 1).",
 )
 @click.option(
+    "--access-log",
+    is_flag=True,
+    help="HTTP: log every request (off by default; errors are always logged).",
+)
+@click.option(
     "--shutdown-grace",
     default=DEFAULT_SHUTDOWN_GRACE,
     show_default=True,
@@ -95,6 +100,7 @@ def run(
     port: int,
     path: str,
     workers: int,
+    access_log: bool,
     shutdown_grace: float,
 ) -> None:
     """Serve TARGET (file.py[:server] or module[:server]) over stdio or HTTP."""
@@ -103,7 +109,7 @@ def run(
         server.run("stdio", shutdown_grace=shutdown_grace)
         return
     if workers == 1:
-        server.run("http", host=host, port=port, path=path)
+        server.run("http", host=host, port=port, path=path, access_log=access_log)
         return
     try:
         server.require_shared_state_keys(workers)
@@ -113,7 +119,8 @@ def run(
 
     os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
     uvicorn.run("mcpserve.cli:worker_app", factory=True, host=host, port=port,
-                workers=workers, lifespan="on")  # fmt: skip
+                workers=workers, lifespan="on", loop="auto", http="auto",
+                access_log=access_log)  # fmt: skip
 
 
 def worker_app() -> Any:

@@ -52,6 +52,12 @@ class Runtime:
             self._sealer = StateSealer(keys, ttl_seconds=ttl, max_rounds=rounds)
         return self._sealer
 
+    @property
+    def state_keys_shared(self) -> bool:
+        """Whether ``requestState`` keys were given (so other processes can have them too),
+        rather than made up by this process."""
+        return self._state_options[0] is not None or bool(os.environ.get(STATE_KEYS_ENV))
+
     def require_shared_state_keys(self, processes: int) -> None:
         """Refuse to serve from several processes with per-process ``requestState`` keys.
 
@@ -60,7 +66,7 @@ class Runtime:
         """
         if processes <= 1 or self._state_options[0] is not None:
             return
-        if os.environ.get(STATE_KEYS_ENV):
+        if self.state_keys_shared:
             from ..protocol.request_state import parse_keys
 
             parse_keys(os.environ[STATE_KEYS_ENV])  # a malformed value fails here

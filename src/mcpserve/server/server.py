@@ -276,9 +276,13 @@ class Server(Registering):
         port: int = 8000,
         path: str = "/mcp",
         log_level: str = "info",
+        access_log: bool = False,
         **app_options: Any,
     ) -> None:
         """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn.
+
+        Over HTTP uvicorn runs with uvloop and httptools when installed (``mcpserve[http]``
+        brings them) and without an access log unless ``access_log=True``.
 
         ``app_options`` go to the transport: :func:`~mcpserve.transports.stdio.serve_stdio`
         (``max_message_bytes``, ``shutdown_grace``) or :meth:`http_app`.
@@ -287,6 +291,6 @@ class Server(Registering):
             _serving("stdio")(self, **app_options)
         elif transport == "http":
             _serving("http")(self, host=host, port=port, path=path, log_level=log_level,
-                               **app_options)  # fmt: skip
+                             access_log=access_log, **app_options)  # fmt: skip
         else:
             raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")

@@ -83,6 +83,11 @@ Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | No
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 _CHALLENGE = [(b"www-authenticate", b"Bearer")]
 _SESSION_HEADER = SESSION_HEADER.encode()
+_PER_PROCESS_KEY = (
+    "requestState is sealed with a key this process made up: a multi round-trip retry that "
+    "reaches another process or machine will be refused. One process is fine; to serve "
+    "from several, give them one key: MCPSERVE_STATE_KEYS=$(mcpserve keygen)"
+)
 
 
 def _text(value: bytes | None) -> str | None:
@@ -132,6 +137,8 @@ class HTTPApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if not self.server.runtime.state_keys_shared:
+                    logger.warning(_PER_PROCESS_KEY)
                 try:
                     self._lifespan_context = self.server.running()
                     await self._lifespan_context.__aenter__()

@@ -59,9 +59,16 @@ def run_http(
     port: int,
     path: str,
     log_level: str,
+    access_log: bool = False,
     **app_options: Any,
 ) -> None:
-    """Serve with uvicorn until SIGINT/SIGTERM, ending subscriptions gracefully first."""
+    """Serve with uvicorn until SIGINT/SIGTERM, ending subscriptions gracefully first.
+
+    uvicorn picks its fast parts by itself (``loop`` and ``http`` "auto": uvloop and
+    httptools, which the ``http`` extra installs where the platform has them). The access
+    log is off unless asked for: writing a line per request costs more than answering it.
+    Errors are logged either way.
+    """
     import uvicorn
 
     app = build_http_app(server, path, bind_host=host, **app_options)
@@ -71,7 +78,8 @@ def run_http(
         return app
 
     config = uvicorn.Config(load, factory=True, host=host, port=port, lifespan="on",
-                            log_level=log_level)  # fmt: skip
+                            log_level=log_level, loop="auto", http="auto",
+                            access_log=access_log)  # fmt: skip
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         uvicorn.Server(config).run()
 

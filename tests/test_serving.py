@@ -1,0 +1,86 @@
+"""Serving as the README does, in a real uvicorn process: what it picks by itself.
+
+``server.run("http")`` with no options runs on uvloop with httptools (what
+``mcpserve[http]`` installs) and writes no access log; ``access_log=True`` (and
+``mcpserve run --http --access-log``) turns it on. A server whose ``requestState`` key is
+made up per process says so at start-up, once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from wire_helpers import SERVERS, TIMEOUT, call, http_server_process, post
+
+SERVING = SERVERS / "serving.py"
+ACCESS_LINE = '"POST /mcp HTTP/1.1" 200'
+PER_PROCESS_KEY = "requestState is sealed with a key this process made up"
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_state_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPSERVE_STATE_KEYS", raising=False)
+
+
+async def stack_of(url: str) -> dict[str, str]:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        reply = await post(client, call(1, "stack", {}), path=url)
+    structured: dict[str, str] = reply.result["structuredContent"]
+    return structured
+
+
+def log_after_startup(log: Path) -> str:
+    """The server's log once uvicorn has said it is running (bounded wait)."""
+    deadline = time.monotonic() + TIMEOUT
+    while "Uvicorn running on" not in (text := log.read_text()):
+        assert time.monotonic() < deadline, text
+        time.sleep(0.05)
+    return text
+
+
+async def test_run_http_defaults_to_uvloop_httptools_and_no_access_log(tmp_path: Path) -> None:
+    with http_server_process(tmp_path, args=[sys.executable, str(SERVING)]) as srv:
+        assert await stack_of(srv.url) == {"loop": "uvloop.Loop", "http": "httptools"}
+        log = log_after_startup(srv.log)
+    assert ACCESS_LINE not in log, log
+    assert log.count(PER_PROCESS_KEY) == 1, log
+    assert "MCPSERVE_STATE_KEYS=$(mcpserve keygen)" in log
+
+
+async def test_access_log_when_asked(tmp_path: Path) -> None:
+    env = {"MCPSERVE_TEST_ACCESS_LOG": "1"}
+    with http_server_process(tmp_path, args=[sys.executable, str(SERVING)], env=env) as srv:
+        await stack_of(srv.url)
+        await stack_of(srv.url)
+        log = log_after_startup(srv.log)
+    assert log.count(ACCESS_LINE) == 2, log
+
+
+async def test_cli_run_http_access_log_flag_and_fast_stack(tmp_path: Path) -> None:
+    from mcpserve.protocol.request_state import generate_key
+
+    args = [sys.executable, "-m", "mcpserve.cli", "run", str(SERVING), "--http",
+            "--port", "{port}", "--access-log"]  # fmt: skip
+    env = {"MCPSERVE_STATE_KEYS": generate_key()}
+    with http_server_process(tmp_path, args=args, env=env) as srv:
+        assert await stack_of(srv.url) == {"loop": "uvloop.Loop", "http": "httptools"}
+        log = log_after_startup(srv.log)
+    assert log.count(ACCESS_LINE) == 1, log
+    assert PER_PROCESS_KEY not in log, log  # the key is shared: nothing to warn about
+
+
+def test_the_http_extra_brings_the_fast_stack() -> None:
+    """What ``pip install "mcpserve[http]"`` installs, read from the installed metadata."""
+    from importlib.metadata import requires
+
+    in_extra = {
+        requirement.split(";")[0].split(">=")[0].strip()
+        for requirement in requires("mcpserve") or []
+        if requirement.endswith("extra == 'http'")
+    }
+    assert in_extra == {"uvicorn", "httptools", "uvloop"}
