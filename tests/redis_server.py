@@ -105,6 +105,12 @@ class RedisServer:
             process.kill()
             process.wait(STOP_TIMEOUT)
 
+    def flush(self) -> None:
+        """Empty every database (``FLUSHALL``), so a test starts with nothing shared."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=START_TIMEOUT) as sock:
+            sock.sendall(b"FLUSHALL\r\n")
+            assert sock.recv(64).startswith(b"+OK")
+
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None

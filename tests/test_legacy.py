@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -45,6 +45,7 @@ from mcpserve.protocol.jsonrpc import error_response
 from mcpserve.transports import http_sessions as sessions_module
 from mcpserve.transports.http import HTTPApp
 from mcpserve.transports.stdio import StdioSession
+from redis_server import RedisServer, redis_server
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION, build
 from wire_helpers import META, check_line, encode, meta, request
 
@@ -145,19 +146,40 @@ class Served:
 
     @property
     def sessions(self) -> Any:
+        """The sessions this process holds."""
         assert self.app.legacy is not None
-        return self.app.legacy.sessions
+        return self.app.legacy.sessions.local
 
 
 Serve = Callable[..., Awaitable[Served]]
 
 
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(params=["process", "redis"])
+def store(request: pytest.FixtureRequest) -> str | None:
+    """Where HTTP sessions live: in this process, or in a shared Redis (emptied first).
+    Every HTTP test runs with both: one process must not tell them apart."""
+    if request.param == "process":
+        return None
+    server: RedisServer = request.getfixturevalue("redis")
+    server.flush()
+    return server.url
+
+
 @pytest.fixture
-async def serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncIterator[Serve]:
+async def serve(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store: str | None
+) -> AsyncIterator[Serve]:
     """``await serve(**options)``: a fresh server, running until the test ends. The HTTP
     app's options (``max_sessions``, ``session_idle_seconds``) go to ``http_app``, the rest
-    to the server."""
+    to the server; sessions live where ``store`` says."""
     monkeypatch.setenv("MCPSERVE_TEST_MARKER_DIR", str(tmp_path))
+    monkeypatch.delenv("MCPSERVE_REDIS_URL", raising=False)
     async with contextlib.AsyncExitStack() as stack:
 
         async def make(**options: Any) -> Served:
@@ -166,6 +188,7 @@ async def serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncIterato
                 for key in ("max_sessions", "session_idle_seconds")
                 if key in options
             }
+            options.setdefault("redis_url", store)
             server = build(**options)
             app = server.http_app(**app_options)
             await stack.enter_async_context(server.running())
@@ -182,7 +205,7 @@ async def close_http(served: Served) -> None:
     for client in served.clients:
         await client.close()
     if served.app.legacy is not None:
-        served.app.legacy.close()
+        await served.app.legacy.aclose()
 
 
 def legacy_init(version: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> Any:
@@ -783,7 +806,8 @@ async def test_delete_ends_the_session(serve: Serve) -> None:
     deleted = await client.delete()
     assert deleted.status == 200
     assert len(served.sessions) == 0
-    assert served.server.subscriptions.sinks == set()
+    # One sink per app, whatever the number of sessions: none is left behind by a session.
+    assert served.server.subscriptions.sinks == {served.app.legacy.sessions._on_event}
     assert (await client.post(legacy_request(2, "ping"))).status == 404
     assert (await client.get()).status == 404
     assert (await client.delete()).status == 404
@@ -910,6 +934,7 @@ async def test_max_sessions_refuses_initialize_until_one_ends(serve: Serve) -> N
     assert (await clients[1].post(legacy_request(1, "ping"))).status == 200
 
 
+@pytest.mark.parametrize("store", [None], ids=["process"])  # the local clock decides here
 async def test_idle_sessions_expire(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
     clock = SimpleNamespace(monotonic=lambda: now[0])
@@ -931,6 +956,27 @@ async def test_idle_sessions_expire(serve: Serve, monkeypatch: pytest.MonkeyPatc
     await served.client().initialize()
     assert len(served.sessions) == 1
     assert (await idle.post(legacy_request(4, "ping"))).status == 404
+
+
+@pytest.mark.parametrize("store", ["redis"], indirect=True)
+async def test_idle_shared_sessions_expire_unless_busy(serve: Serve) -> None:
+    """In Redis, a session's lease lasts ``session_idle_seconds`` from its last use, and a
+    process renews it while the session is busy there (a request still running)."""
+    served = await serve(session_idle_seconds=1)
+    client = served.client()
+    await client.initialize()
+    for n in range(3):  # each use renews the lease
+        await asyncio.sleep(0.6)
+        assert (await client.post(legacy_request(n, "ping"))).status == 200
+    busy = await client.open(legacy_call(10, "gated", {"tag": "lease"}, progressToken=1))
+    await served.marker("lease", "started")
+    await asyncio.sleep(2.5)  # well past the lease: only the renewal keeps it
+    served.release("lease")
+    response, _ = await busy.until_response(10)
+    assert text_of(response["result"]) == "released lease"
+    assert (await client.post(legacy_request(11, "ping"))).status == 200
+    await asyncio.sleep(2.2)  # idle now: the lease runs out in Redis, for every process
+    assert (await client.post(legacy_request(12, "ping"))).status == 404
 
 
 async def test_a_session_busy_with_a_request_is_not_idle(
@@ -1243,28 +1289,58 @@ async def test_close_stream_ends_the_connection_and_resume_delivers(serve: Serve
     ids = [event.id for event in events + resumed.events if event.id]
     assert len(set(ids)) == len(ids)
 
-    # Delivered to the end, the stream is forgotten: nothing is kept that nobody needs.
+    # Delivered to the end, the stream is forgotten: nothing is kept that nobody needs. Its
+    # event id now opens a fresh standalone stream (the session exists: never a 404), which
+    # replays nothing of the old one.
     replay = await client.get(last_event_id=events[0].id)
-    assert replay.status == 404
+    assert replay.status == 200
+    fresh = await replay.next_event()
+    assert fresh is not None
+    assert fresh.data == ""
+    assert fresh.id is not None
+    assert fresh.id.rpartition("-")[::2] != (events[0].id or "").rpartition("-")[::2]
+    assert fresh.id.endswith("-0")
 
 
-async def test_resume_with_an_unknown_event_id_is_404(serve: Serve) -> None:
+async def test_resume_with_a_malformed_event_id_is_400(serve: Serve) -> None:
     served = await serve()
     client = served.client()
     await client.initialize()
-    for bad in ("nope", "abc-1", "-", ""):
+    for bad in ("nope", "-", "", "abc-", "-1", "abc-x1"):
         reader = await client.get(last_event_id=bad)
-        assert reader.status == 404, bad
-        await reader.body()
-    # An event id of another session's stream is unknown here too.
+        assert reader.status == 400, bad
+        assert "Malformed Last-Event-ID" in (await reader.reply()).error["message"]
+    assert len(served.sessions) == 1  # the session is untouched
+
+
+async def test_resume_with_an_unknown_event_id_opens_a_fresh_standalone_stream(
+    serve: Serve,
+) -> None:
+    """An event id this process does not know (another session's, one of a stream long
+    gone, or one issued by another process) opens the session's standalone stream: the
+    session exists, so the client never hears 404; nothing of that other stream is shown."""
+    served = await serve()
+    client = served.client()
+    await client.initialize()
     other = served.client()
     await other.initialize()
     stream = await other.get()
     priming = await stream.next_event()
     assert priming is not None
-    reader = await client.get(last_event_id=priming.id)
-    assert reader.status == 404
-    await reader.body()
+    assert priming.id is not None
+    for unknown in (priming.id, "abc-1", "0123456789ab-7"):
+        reader = await client.get(last_event_id=unknown)
+        assert reader.status == 200, unknown
+        fresh = await reader.next_event()
+        assert fresh is not None
+        assert fresh.data == ""
+        assert fresh.id is not None
+        assert fresh.id != priming.id
+        assert fresh.id.endswith("-0")
+    # The last one opened is the session's standalone stream: a list change arrives on it.
+    await client.post(legacy_call(1, "add_tool", {"name": "later"}))
+    changed = await reader.next_message()
+    assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
 async def test_a_resumed_stream_is_delivered_on_one_connection_only(serve: Serve) -> None:
@@ -1449,7 +1525,7 @@ async def test_memory_is_flat_under_session_churn(serve: Serve) -> None:
         tracemalloc.stop()
     assert growth < 1_000_000, f"retained {growth} bytes after 5,000 sessions"
     assert len(served.sessions) == 0
-    assert served.server.subscriptions.sinks == set()
+    assert len(served.server.subscriptions.sinks) == 1  # the app's own, never one per session
 
 
 async def test_answered_requests_are_not_retained_by_a_live_session(serve: Serve) -> None:

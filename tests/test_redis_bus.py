@@ -28,7 +28,7 @@ import pytest
 
 from mcpserve import Server
 from mcpserve.server.bus import LocalBus, bus_from_url
-from mcpserve.server.redis_bus import DEFAULT_CHANNEL, RedisBus, _redact
+from mcpserve.server.redis_bus import DEFAULT_CHANNEL, RedisBus, redact
 from redis_server import RedisServer, redis_server
 from test_subscriptions import TOOLS, Listen, open_listen
 from test_subscriptions_wire import ACK, UPDATED, open_stream, poll, tool
@@ -206,8 +206,8 @@ def test_mcpserve_bus_env_selects_the_bus(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_passwords_are_redacted_from_logged_urls() -> None:
-    assert _redact("redis://user:s3cret@cache:6379/0") == "redis://***@cache:6379/0"
-    assert _redact("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert redact("redis://user:s3cret@cache:6379/0") == "redis://***@cache:6379/0"
+    assert redact("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
 
 
 # =========================================================================== two processes

@@ -90,6 +90,29 @@ class Session:
     def __repr__(self) -> str:
         return f"Session(version={self.version!r})"
 
+    def agreed(self) -> dict[str, Any]:
+        """What ``initialize`` settled, as JSON-able data (it never changes afterwards)."""
+        return {
+            "version": self.version,
+            "capabilities": self.client_capabilities,
+            "clientInfo": self.client_info,
+        }
+
+    @classmethod
+    def from_agreed(cls, agreed: dict[str, Any]) -> Session:
+        """The session :meth:`agreed` describes (its log level and subscriptions unset)."""
+        capabilities = agreed.get("capabilities")
+        info = agreed.get("clientInfo")
+        return cls(
+            str(agreed["version"]),
+            capabilities if isinstance(capabilities, dict) else {},
+            info if isinstance(info, dict) else None,
+        )
+
+    def state(self) -> tuple[str | None, frozenset[str]]:
+        """What requests of the session may change: the log level and the subscriptions."""
+        return self.log_level, frozenset(self.resource_subscriptions)
+
     def meta(self, params: dict[str, Any]) -> RequestMeta:
         """A request's protocol facts: the session's, plus the request's own progress token."""
         request_meta = params.get("_meta")

@@ -9,7 +9,9 @@ and to every other process on the same bus. Two buses ship with mcpserve:
   instance sharing the Redis server hears every change.
 
 Pick one with ``Server(bus=...)`` or the ``MCPSERVE_BUS`` environment variable
-(``redis://host:port/db``); :func:`bus_from_url` does the parsing.
+(``redis://host:port/db``); :func:`bus_from_url` does the parsing. ``Server(redis_url=...)``
+(or ``MCPSERVE_REDIS_URL``), which names the Redis for everything shared, also picks the
+Redis bus when no bus is named.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
+BUS_ENV = "MCPSERVE_BUS"
 Event = dict[str, Any]
 Deliver = Callable[[Event], None]
 
@@ -58,7 +61,7 @@ class LocalBus:
 
 def bus_from_url(url: str | None = None) -> SubscriptionBus:
     """The bus a URL names (``memory://`` or ``redis://...``); default ``$MCPSERVE_BUS``."""
-    url = url if url is not None else os.environ.get("MCPSERVE_BUS", "memory://")
+    url = url if url is not None else os.environ.get(BUS_ENV, "memory://")
     if url in ("", "memory://", "local", "memory"):
         return LocalBus()
     if url.startswith(("redis://", "rediss://", "unix://")):

@@ -13,6 +13,7 @@ contract: a notification is a hint, and clients re-list after reconnecting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from typing import Any
@@ -44,6 +45,7 @@ class RedisBus:
         self.outages = 0
         self._client: Any = None
         self._reader: asyncio.Task[None] | None = None
+        self._pubsub: Any = None
         self._deliver: Deliver | None = None
 
     async def start(self, deliver: Deliver) -> None:
@@ -72,9 +74,16 @@ class RedisBus:
 
     async def stop(self) -> None:
         if self._reader is not None:
-            self._reader.cancel()
-            await asyncio.gather(self._reader, return_exceptions=True)
-            self._reader = None
+            reader, self._reader = self._reader, None
+            reader.cancel()
+            # A cancellation that lands while redis-py is (re)connecting can be lost there;
+            # closing the reader's connection then ends it, so a stop never hangs.
+            _, pending = await asyncio.wait({reader}, timeout=0.2)
+            if pending and self._pubsub is not None:
+                with contextlib.suppress(Exception):
+                    await self._pubsub.aclose()
+                reader.cancel()
+                await asyncio.wait({reader}, timeout=1.0)
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -83,11 +92,11 @@ class RedisBus:
     async def _read(self) -> None:
         backoff = 0.1
         while True:
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+            pubsub = self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self.channel)
                 if self.outages:
-                    logger.warning("Redis bus: reconnected to %s", _redact(self.url))
+                    logger.warning("Redis bus: reconnected to %s", redact(self.url))
                 self.connected.set()
                 backoff = 0.1
                 async for message in pubsub.listen():
@@ -98,7 +107,7 @@ class RedisBus:
                 if self.connected.is_set() or not self.outages:
                     self.outages += 1
                     logger.warning("Redis bus: connection to %s lost (%s); retrying",
-                                   _redact(self.url), exc)  # fmt: skip
+                                   redact(self.url), exc)  # fmt: skip
                 self.connected.clear()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff_seconds)
@@ -121,7 +130,7 @@ class RedisBus:
             self._deliver(event)
 
 
-def _redact(url: str) -> str:
+def redact(url: str) -> str:
     """The URL without a password, for logs."""
     scheme, sep, rest = url.partition("://")
     if "@" in rest:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
 from ..protocol.jsonrpc import JSONDict
-from .bus import SubscriptionBus, bus_from_url, resource_updated
+from .bus import BUS_ENV, SubscriptionBus, bus_from_url, resource_updated
 from .context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
 from .legacy import Legacy
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Where the shared Redis is named when ``redis_url`` is not given.
+REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 #: The ASGI callable ``http_app`` returns (scope, receive, send).
 ASGIApp = Callable[[Any, Any, Any], Any]
@@ -94,6 +96,7 @@ class Server(Registering):
         state_keys: list[tuple[str, bytes]] | None = None,
         state_ttl_seconds: float = 300.0,
         max_input_rounds: int = 10,
+        redis_url: str | None = None,
         bus: SubscriptionBus | str | None = None,
         subscription_queue_size: int = 256,
         legacy: bool = True,
@@ -118,6 +121,11 @@ class Server(Registering):
                                client_timeout_seconds=legacy_client_timeout_seconds,
                                state_keys=state_keys, state_ttl_seconds=state_ttl_seconds,
                                max_input_rounds=max_input_rounds)  # fmt: skip
+        #: The Redis every process of this server shares: the subscription bus, handshake-era
+        #: sessions over HTTP. None: each process keeps its own.
+        self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
+        if bus is None and self.redis_url is not None and not os.environ.get(BUS_ENV):
+            bus = self.redis_url
         if bus is None or isinstance(bus, str):
             bus = bus_from_url(bus)
         self.subscriptions = Subscriptions(self.registry, bus, queue_size=subscription_queue_size)

@@ -108,6 +108,7 @@ class HTTPApp:
         authenticate: Authenticate | None = None,
         max_sessions: int = 1000,
         session_idle_seconds: float = 1800.0,
+        max_requests_per_session: int = 64,
     ) -> None:
         self.server = server
         self.authenticate = authenticate
@@ -119,7 +120,12 @@ class HTTPApp:
         self._accepted_hosts: set[bytes | None] = set()
         #: The handshake era's side of this app (None when the server has none).
         self.legacy = (
-            LegacyHTTP(server, max_sessions=max_sessions, idle_seconds=session_idle_seconds)
+            LegacyHTTP(
+                server,
+                max_sessions=max_sessions,
+                idle_seconds=session_idle_seconds,
+                max_requests_per_session=max_requests_per_session,
+            )
             if server.legacy is not None
             else None
         )
@@ -149,7 +155,7 @@ class HTTPApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self.legacy is not None:
-                    self.legacy.close()
+                    await self.legacy.aclose()
                 if self._lifespan_context is not None:
                     await self._lifespan_context.__aexit__(None, None, None)
                 await send({"type": "lifespan.shutdown.complete"})

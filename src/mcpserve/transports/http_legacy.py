@@ -13,6 +13,13 @@ its session, writing to an
 If the client disconnects, the request goes on (in this era a disconnect is not a
 cancellation, ``notifications/cancelled`` is) and the client can resume the stream. A request
 whose handler sends nothing before its result is answered as ``application/json``.
+
+With a shared Redis (``Server(redis_url=...)``) the session's facts live there
+(:class:`~.shared_sessions.SharedSessions`), every process serves every request of every
+session, and what must reach the process holding a request or stream travels on the
+subscription bus as a session event: a client's answer to the server's question, a
+cancellation, a changed log level or subscription, the session's end, a new standalone
+stream. Without Redis, sessions live in this process, as in a single-process deployment.
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import constants as c
 from ..protocol.core import Auth, refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
-from ..protocol.jsonrpc import JSONDict, Kind, error_response, is_valid_id, readable_id
+from ..protocol.jsonrpc import JSONDict, Kind, error_response, readable_id
 from ..protocol.legacy import Era, era_of
-from .http_sessions import HTTPSession, SessionStore, TooManySessions
+from .http_sessions import HTTPSession, SessionStore
 from .responses import send_json
+from .session_directory import SessionDirectory, StoreUnavailable, TooManySessions
+from .shared_sessions import SharedSessions
 from .sse import SSE_HEADERS, EventStream
 
 if TYPE_CHECKING:
@@ -44,6 +53,7 @@ SESSION_HEADER = "mcp-session-id"
 _SESSION_BYTES = SESSION_HEADER.encode()
 _VERSION_BYTES = b"mcp-protocol-version"
 _LEGACY_VERSIONS = frozenset(version.encode() for version in c.LEGACY_VERSIONS)
+_UNAVAILABLE = "The shared session store is unavailable; try again shortly"
 
 
 class StreamSink:
@@ -64,16 +74,27 @@ class StreamSink:
 class LegacyHTTP:
     """Sessions and streams of the handshake-era clients of one HTTP app."""
 
-    def __init__(self, server: Server, *, max_sessions: int, idle_seconds: float) -> None:
+    def __init__(
+        self,
+        server: Server,
+        *,
+        max_sessions: int,
+        idle_seconds: float,
+        max_requests_per_session: int = 64,
+    ) -> None:
         assert server.legacy is not None
         self.server = server
         self._legacy = server.legacy
-        self._sinks = server.subscriptions.sinks
-        self.sessions = SessionStore(
-            max_sessions=max_sessions,
-            idle_seconds=idle_seconds,
-            on_close=lambda session: self._sinks.discard(session.on_event),
-        )
+        self._subscriptions = server.subscriptions
+        self.max_requests_per_session = max_requests_per_session
+        shared = (
+            SharedSessions(server.redis_url, namespace=server.name,
+                           max_sessions=max_sessions, idle_seconds=idle_seconds)
+            if server.redis_url
+            else None
+        )  # fmt: skip
+        local = SessionStore(max_sessions=max_sessions, idle_seconds=idle_seconds)
+        self.sessions = SessionDirectory(local, shared, server.subscriptions)
 
     def claims(self, message: JSONDict, kind: Kind, headers: Mapping[bytes, bytes]) -> bool:
         """Whether a POSTed message belongs to the handshake era: no per-request ``_meta``,
@@ -88,7 +109,10 @@ class LegacyHTTP:
         return kind is Kind.REQUEST and (version is None or version.strip() in _LEGACY_VERSIONS)
 
     def close(self) -> None:
-        self.sessions.close_all()
+        self.sessions.close()
+
+    async def aclose(self) -> None:
+        await self.sessions.aclose()
 
     # -- POST -------------------------------------------------------------------------------
 
@@ -114,7 +138,12 @@ class LegacyHTTP:
             error = InvalidRequest("Bad request: Mcp-Session-Id is required (send initialize)")
             await send_json(send, 400, error_response(readable_id(message), error))
             return
-        session = self.sessions.get(session_id.strip())
+        try:
+            session = await self.sessions.find(session_id.strip())
+        except (StoreUnavailable, TooManySessions):
+            unavailable = InternalError(_UNAVAILABLE)
+            await send_json(send, 503, error_response(readable_id(message), unavailable))
+            return
         if session is None:
             error = InvalidRequest("Session not found: send initialize to start a new one")
             await send_json(send, 404, error_response(readable_id(message), error))
@@ -123,9 +152,10 @@ class LegacyHTTP:
             await self._request(message, session, auth, receive, send)
             return
         if kind is Kind.RESPONSE:
-            session.outgoing.receive(message)
+            await self.sessions.answer(session, message)
         elif message["method"] == "notifications/cancelled":
-            _cancel(session, message.get("params"))
+            params = message.get("params")
+            await self.sessions.cancel(session, _request_id(params))
         await send({"type": "http.response.start", "status": 202,
                     "headers": [(b"content-length", b"0")]})  # fmt: skip
         await send({"type": "http.response.body", "body": b""})
@@ -136,13 +166,16 @@ class LegacyHTTP:
             await send_json(send, 400, response)
             return
         session = HTTPSession(started)
+        problem = None
         try:
-            self.sessions.add(session)
+            await self.sessions.start(session)
         except TooManySessions:
-            error = InternalError("Too many sessions; try again later")
-            await send_json(send, 503, error_response(message["id"], error))
+            problem = "Too many sessions; try again later"
+        except StoreUnavailable:
+            problem = _UNAVAILABLE
+        if problem is not None:
+            await send_json(send, 503, error_response(message["id"], InternalError(problem)))
             return
-        self._sinks.add(session.on_event)
         await send_json(send, 200, response, [(b"mcp-session-id", session.id.encode())])
 
     async def _request(
@@ -156,6 +189,12 @@ class LegacyHTTP:
         request_id = message["id"]
         if request_id in session.tasks:
             await send_json(send, 400, error_response(request_id, refuse_duplicate_id()))
+            return
+        if len(session.tasks) >= self.max_requests_per_session:
+            error = InvalidRequest(f"Too many requests in flight in this session (at most "
+                                   f"{self.max_requests_per_session}); wait for answers "
+                                   "first")  # fmt: skip
+            await send_json(send, 429, error_response(request_id, error))
             return
         stream = session.new_stream()
         task = asyncio.create_task(self._run(message, session, stream, auth))
@@ -182,6 +221,7 @@ class LegacyHTTP:
         dispatcher = self.server.dispatcher
         sink = StreamSink(stream)
         ask = functools.partial(session.outgoing.call, sink, owner=asyncio.current_task())
+        before = session.session.state()
         try:
             try:
                 request = dispatcher.prepare(message, send=sink, auth=auth,
@@ -196,6 +236,8 @@ class LegacyHTTP:
             except Exception:  # the dispatcher answers every handler error: this is a bug
                 logger.exception("Legacy request failed")
                 response = error_response(message["id"], InternalError("Internal error"))
+            if session.session.state() != before and not await self.sessions.share(session, before):
+                response = error_response(message["id"], InternalError(_UNAVAILABLE))
             if not session.closed:  # a session that ended has no one to answer
                 stream.push(response)
         finally:
@@ -211,14 +253,19 @@ class LegacyHTTP:
         if problem is not None:
             await send_json(send, 400, error_response(None, InvalidRequest(problem)))
             return
-        session = self.sessions.get(headers.get(SESSION_HEADER, "").strip())
+        try:
+            session = await self.sessions.find(headers.get(SESSION_HEADER, "").strip())
+            if session is not None and method == "DELETE":
+                await self.sessions.end(session)
+        except (StoreUnavailable, TooManySessions):
+            await send_json(send, 503, error_response(None, InternalError(_UNAVAILABLE)))
+            return
         if session is None:
             error = InvalidRequest("Session not found: send initialize to start a new one")
             await send_json(send, 404, error_response(None, error))
         elif method == "GET":
             await self._get(session, headers, receive, send)
         else:
-            self.sessions.remove(session.id)
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-length", b"0")]})  # fmt: skip
             await send({"type": "http.response.body", "body": b""})
@@ -226,22 +273,29 @@ class LegacyHTTP:
     async def _get(
         self, session: HTTPSession, headers: Mapping[str, str], receive: Receive, send: ASGISend
     ) -> None:
+        """The standalone stream, or a stream resumed after ``Last-Event-ID``.
+
+        An event id this process does not know (its stream was delivered, is held by
+        another process, or died with one) opens a fresh standalone stream for the session:
+        the client's session exists, so it never hears 404 (``docs/decisions.md``,
+        "Resuming an unknown stream").
+        """
         last_event_id = headers.get("last-event-id")
         after: int | None = None
+        resumed: EventStream | None = None
         if last_event_id is not None:
-            stream_id, _, number = last_event_id.strip().rpartition("-")
-            resumed = session.streams.get(stream_id)
-            if resumed is None or not number.isdigit():
-                error = InvalidRequest("Unknown Last-Event-ID: the stream is gone")
-                await send_json(send, 404, error_response(None, error))
+            stream_id, dash, number = last_event_id.strip().rpartition("-")
+            if not (dash and stream_id and number.isdigit()):
+                error = InvalidRequest("Malformed Last-Event-ID: expected <stream>-<number>")
+                await send_json(send, 400, error_response(None, error))
                 return
-            stream, after = resumed, int(number)
-        else:
-            if session.standalone is not None:
-                session.standalone.finish()  # one standalone stream per session
-            stream = session.standalone = session.new_stream()
+            resumed = session.streams.get(stream_id)
+            after = int(number)
+        if resumed is None:
+            resumed, after = session.open_standalone(), None
+            await self.sessions.standalone(session)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await _pump(session, stream, after, receive, send)
+        await _pump(session, resumed, after, receive, send)
 
 
 def _version_problem(headers: Mapping[str, str]) -> str | None:
@@ -252,12 +306,8 @@ def _version_problem(headers: Mapping[str, str]) -> str | None:
     return f"Unsupported MCP-Protocol-Version {version[:40]!r}"
 
 
-def _cancel(session: HTTPSession, params: Any) -> None:
-    request_id = params.get("requestId") if isinstance(params, dict) else None
-    if is_valid_id(request_id):
-        task = session.tasks.get(request_id)
-        if task is not None:
-            task.cancel()
+def _request_id(params: Any) -> Any:
+    return params.get("requestId") if isinstance(params, dict) else None
 
 
 async def _pump(

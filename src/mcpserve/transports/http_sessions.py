@@ -19,7 +19,7 @@ import base64
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 from ..protocol.legacy import Session
@@ -34,9 +34,9 @@ MAX_STREAMS_PER_SESSION = 32
 class HTTPSession:
     """One handshake-era session over HTTP."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, session_id: str | None = None) -> None:
         # 144 random bits from the OS CSPRNG, in visible ASCII.
-        self.id = base64.urlsafe_b64encode(os.urandom(18)).decode()
+        self.id = session_id or base64.urlsafe_b64encode(os.urandom(18)).decode()
         self.session = session
         self.tasks: dict[Any, asyncio.Task[Any]] = {}
         self.outgoing = OutgoingRequests()
@@ -50,10 +50,18 @@ class HTTPSession:
         self.last_used = time.monotonic()
 
     def idle_for(self) -> float:
-        """Seconds since the session was last used; 0 while a request or stream is open."""
-        if self.tasks or (self.standalone is not None and not self.standalone.finished):
+        """Seconds since the session was last used; 0 while a request runs or a client is
+        connected to its standalone stream."""
+        if self.tasks or (self.standalone is not None and self.standalone.attached):
             return 0.0
         return time.monotonic() - self.last_used
+
+    def open_standalone(self) -> EventStream:
+        """A new standalone stream, replacing the old one: one per session."""
+        if self.standalone is not None:
+            self.standalone.finish()
+        self.standalone = self.new_stream()
+        return self.standalone
 
     def new_stream(self) -> EventStream:
         stream = EventStream()
@@ -95,12 +103,10 @@ class SessionStore:
         *,
         max_sessions: int = 1000,
         idle_seconds: float = 1800.0,
-        on_close: Callable[[HTTPSession], None] | None = None,
     ) -> None:
         self.max_sessions = max_sessions
         self.idle_seconds = idle_seconds
         self._sessions: OrderedDict[str, HTTPSession] = OrderedDict()
-        self._on_close = on_close
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -110,6 +116,13 @@ class SessionStore:
         if len(self._sessions) >= self.max_sessions:
             raise TooManySessions
         self._sessions[session.id] = session
+
+    def __iter__(self) -> Iterator[HTTPSession]:
+        return iter(list(self._sessions.values()))
+
+    def peek(self, session_id: str) -> HTTPSession | None:
+        """The session, if held here, without counting this as a use."""
+        return self._sessions.get(session_id)
 
     def get(self, session_id: str) -> HTTPSession | None:
         session = self._sessions.get(session_id)
@@ -127,8 +140,6 @@ class SessionStore:
         if session is None:
             return False
         session.close()
-        if self._on_close is not None:
-            self._on_close(session)
         return True
 
     def sweep(self) -> None:

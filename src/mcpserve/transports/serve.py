@@ -32,6 +32,7 @@ def build_http_app(
     authenticate: Authenticate | None = None,
     max_sessions: int = 1000,
     session_idle_seconds: float = 1800.0,
+    max_requests_per_session: int = 64,
 ) -> HTTPApp:
     """See :meth:`Server.http_app`."""
     policy = OriginPolicy.build(
@@ -49,6 +50,7 @@ def build_http_app(
         authenticate=authenticate,
         max_sessions=max_sessions,
         session_idle_seconds=session_idle_seconds,
+        max_requests_per_session=max_requests_per_session,
     )
 
 

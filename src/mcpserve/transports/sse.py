@@ -46,6 +46,11 @@ class EventStream:
         self._wake = asyncio.Event()
         self.events.append((0, f"id: {self.id}-0\ndata:\n\n".encode()))  # priming event
 
+    @property
+    def attached(self) -> bool:
+        """Whether a client is connected to the stream now."""
+        return self._attached and not self.finished
+
     def push(self, message: JSONDict) -> None:
         """Append one JSON-RPC message; it goes out now if a client is attached."""
         self.seq += 1
