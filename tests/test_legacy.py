@@ -185,7 +185,7 @@ async def serve(
         async def make(**options: Any) -> Served:
             app_options = {
                 key: options.pop(key)
-                for key in ("max_sessions", "session_idle_seconds")
+                for key in ("max_sessions", "session_idle_seconds", "max_requests_per_session")
                 if key in options
             }
             options.setdefault("redis_url", store)
@@ -932,6 +932,37 @@ async def test_max_sessions_refuses_initialize_until_one_ends(serve: Serve) -> N
     assert len(served.sessions) == 3
     # The others still work.
     assert (await clients[1].post(legacy_request(1, "ping"))).status == 200
+
+
+async def test_requests_in_flight_per_session_are_bounded(serve: Serve) -> None:
+    served = await serve(max_requests_per_session=2)
+    client = served.client()
+    await client.initialize()
+    running = [
+        await client.open(legacy_call(n, "gated", {"tag": f"busy{n}"}, progressToken=n))
+        for n in (1, 2)
+    ]
+    refused = await client.post(legacy_request(3, "ping"))
+    assert refused.status == 429
+    assert refused.error == {
+        "code": -32600,
+        "message": "Too many requests in flight in this session (at most 2); wait for "
+        "answers first",
+    }
+    other = served.client()  # another session is not affected
+    await other.initialize()
+    assert (await other.post(legacy_request(1, "ping"))).status == 200
+    served.release("busy1")
+    response, _ = await running[0].until_response(1)
+    assert text_of(response["result"]) == "released busy1"
+    session = served.sessions.peek(client.session_id)
+    deadline = time.monotonic() + TIMEOUT
+    while len(session.tasks) > 1:  # the answered request's task is ending
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert (await client.post(legacy_request(4, "ping"))).status == 200
+    served.release("busy2")
+    await running[1].until_response(2)
 
 
 @pytest.mark.parametrize("store", [None], ids=["process"])  # the local clock decides here

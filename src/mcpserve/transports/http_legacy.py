@@ -190,7 +190,7 @@ class LegacyHTTP:
         if request_id in session.tasks:
             await send_json(send, 400, error_response(request_id, refuse_duplicate_id()))
             return
-        if len(session.tasks) >= self.max_requests_per_session:
+        if len(session.tasks) >= self.max_requests_per_session:  # "Requests in flight per session"
             error = InvalidRequest(f"Too many requests in flight in this session (at most "
                                    f"{self.max_requests_per_session}); wait for answers "
                                    "first")  # fmt: skip

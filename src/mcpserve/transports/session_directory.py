@@ -17,7 +17,8 @@ holds such a part travels on the subscription bus as a session event:
 ==========  ==================================================================
 
 The bus carries events at most once (``server/redis_bus.py``): an answer lost in a Redis
-outage leaves the question to time out, as a lost HTTP request would.
+outage leaves the question to time out, as a lost HTTP request would
+(``docs/decisions.md``, "Sessions across processes").
 """
 
 from __future__ import annotations

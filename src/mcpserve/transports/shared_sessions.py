@@ -13,7 +13,7 @@ them:
   many sessions exist at once across all processes.
 
 Every key expires after ``idle_seconds`` without use; each request renews it (one round
-trip: the read and the renewal are pipelined), and :meth:`SharedSessions.keep_alive` renews
+trip: a script reads the facts and renews the lease), and :meth:`SharedSessions.keep_alive` renews
 the sessions a process is still busy with. A change is written as a change (``HSET``,
 ``SADD``, ``SREM``), so two processes changing one session at once lose nothing.
 
@@ -47,6 +47,16 @@ redis.call('EXPIRE', KEYS[2], ARGV[4])
 return 1
 """
 
+# The session's facts, its lease renewed; nil when the session does not exist.
+_LOAD = """
+local agreed = redis.call('HGET', KEYS[2], 'agreed')
+if not agreed then return false end
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[3])
+return {agreed, redis.call('HGET', KEYS[2], 'level') or '', redis.call('SMEMBERS', KEYS[3])}
+"""
+
 
 class StoreUnavailable(Exception):
     """The shared Redis did not answer; the request that needs it cannot be served now."""
@@ -64,6 +74,7 @@ class SharedSessions:
         self._index = self._prefix + "sessions"
         self._redis: Any = None
         self._create: Any = None
+        self._load: Any = None
         self.available = True
 
     def _key(self, session_id: str) -> str:
@@ -84,6 +95,7 @@ class SharedSessions:
                 retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 1),
             )
             self._create = self._redis.register_script(_CREATE)
+            self._load = self._redis.register_script(_LOAD)
         return self._redis
 
     async def _run(self, what: str, operation: Any) -> Any:
@@ -115,21 +127,17 @@ class SharedSessions:
 
     async def load(self, session_id: str) -> Session | None:
         """The session's current facts (renewing its lease), or None if it does not exist."""
+        self._client()
         key = self._key(session_id)
-        ttl = self._ttl()
-        pipe = self._client().pipeline(transaction=False)
-        pipe.hgetall(key)
-        pipe.smembers(key + ":subs")
-        pipe.expire(key, ttl)
-        pipe.expire(key + ":subs", ttl)
-        pipe.zadd(self._index, {session_id: time.time() + self.idle_seconds}, xx=True)
-        fields, subscriptions, *_ = await self._run("read a session", pipe.execute())
-        agreed = fields.get(b"agreed")
-        if agreed is None:
+        found = await self._run("read a session", self._load(
+            keys=[self._index, key, key + ":subs"],
+            args=[self._ttl(), time.time() + self.idle_seconds, session_id],
+        ))  # fmt: skip
+        if found is None:
             return None
+        agreed, level, subscriptions = found
         session = Session.from_agreed(orjson.loads(agreed))
-        level = fields.get(b"level")
-        session.log_level = level.decode() if level else None
+        session.log_level = level.decode() or None
         session.resource_subscriptions = {uri.decode() for uri in subscriptions}
         return session
 
