@@ -5,7 +5,9 @@
   server, and the first request. The server is pinned to the server core. One unmeasured
   start first, so that bytecode caches exist (as on any deployed machine).
 * **import**: ``import <package>`` timed inside a fresh interpreter (``perf_counter``
-  around the import), next to the bare interpreter start-up for reference.
+  around the import), next to the bare interpreter start-up for reference. For the
+  TypeScript SDK: ``await import("@modelcontextprotocol/server")`` timed inside a fresh
+  ``node`` (``performance.now()`` around it), next to a bare ``node`` start.
 
 Medians of ``runs`` starts; every start is a new process.
 """
@@ -24,17 +26,23 @@ from common import SCENARIOS, check_exchange
 from proc import pin
 from stdio_load import loads
 
-IMPORTS = {"mcpserve": "mcpserve", "official": "mcp", "fastmcp": "fastmcp", "raw": "orjson"}
+IMPORTS = {
+    "mcpserve": "mcpserve",
+    "official": "mcp",
+    "fastmcp": "fastmcp",
+    "typescript": "@modelcontextprotocol/server",
+    "raw": "orjson",
+}
 _TIMER = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+_NODE_TIMER = (
+    "const t = performance.now(); await import({module!r}); "
+    "console.log((performance.now() - t) / 1000);"
+)
 
 
 def _first_answer(framework: str, core: int, timeout: float = 60.0) -> float:
     scenario = SCENARIOS["echo"]
-    command = [
-        envs.python_of(framework),
-        str(envs.HERE / "servers" / f"{framework}_app.py"),
-        "stdio",
-    ]
+    command = envs.server_command(framework, "stdio")
     started = time.perf_counter()
     process = subprocess.Popen(
         command,
@@ -87,13 +95,19 @@ def cold_start(frameworks: list[str], core: int, runs: int) -> dict[str, Any]:
 
 def _time_import(framework: str, module: str | None, core: int) -> tuple[float, float]:
     """(seconds the import took inside the process, wall seconds of the whole process)."""
-    code = _TIMER.format(module=module) if module else "print(0.0)"
+    if framework == "typescript":  # an ES module, resolved from the SDK's node_modules
+        code = _NODE_TIMER.format(module=module) if module else "console.log(0);"
+        command = [envs.node_binary(), "--input-type=module", "-e", code]
+    else:
+        code = _TIMER.format(module=module) if module else "print(0.0)"
+        command = [envs.python_of(framework), "-c", code]
     started = time.perf_counter()
     out = subprocess.run(
-        [envs.python_of(framework), "-c", code],
+        command,
         capture_output=True,
         text=True,
         check=True,
+        cwd=envs.NODE_DIR if framework == "typescript" else None,
         preexec_fn=pin(core),
     )
     return float(out.stdout.strip()), time.perf_counter() - started

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common import HERE, SCENARIOS, CheckFailed, JSONDict, Scenario, check_exchange, parse_sse
-from proc import Server
+from proc import Cores, Measured, cpu_list
 
 LUA = HERE / "wrk" / "mcp.lua"
 PATH = "/mcp"
@@ -63,23 +63,27 @@ def validate(port: int, scenario: Scenario) -> None:
 
 def run_wrk(
     wrk: str,
-    server: Server,
+    server: Measured,
     port: int,
     scenario: Scenario,
     request: Path,
     *,
     connections: int,
     duration: float,
-    core: int,
+    core: Cores,
     stop_after: int = 0,
+    mode: str | None = None,
 ) -> dict[str, Any]:
-    """Run wrk pinned to ``core`` against ``server``; requests/s, latency, server CPU."""
-    mode = "two_rounds" if scenario.two_rounds else "plain"
+    """Run wrk pinned to ``core`` against ``server``; requests/s, latency, server CPU.
+
+    ``mode`` is the Lua script's (``plain``, ``two_rounds``, ``unique_ids``); by default it
+    follows the scenario."""
+    mode = mode or ("two_rounds" if scenario.two_rounds else "plain")
     seconds = max(1, round(duration))
     command = [
         "taskset",
         "-c",
-        str(core),
+        cpu_list(core),
         wrk,
         "-t1",
         f"-c{connections}",

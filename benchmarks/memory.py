@@ -1,4 +1,5 @@
-"""Memory of a served HTTP app (one uvicorn worker, JSON responses, ``tools/call echo``).
+"""Memory of a served HTTP app (one uvicorn worker or one Node process, JSON responses,
+``tools/call echo``).
 
 For each framework, on a fresh server:
 
@@ -46,12 +47,7 @@ def memory(
     results: dict[str, Any] = {}
     for fw in frameworks:
         port = free_port()
-        command = [
-            envs.python_of(fw),
-            str(envs.HERE / "servers" / f"{fw}_app.py"),
-            "http",
-            str(port),
-        ]
+        command = envs.server_command(fw, "http", str(port))
         with servers() as started:
             server = Server(command, cores[0], log=logs / f"memory-{fw}.log")
             started.append(server)

@@ -14,20 +14,41 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 TICKS = os.sysconf("SC_CLK_TCK")
+#: Where a child may run: one core, a set of cores, or ``None`` for every core this machine
+#: has (the orchestrator pins itself to the load core, and children inherit that otherwise).
+Cores = int | Collection[int] | None
 
 
-def pin(core: int) -> Any:
-    """A ``preexec_fn`` that pins the child (and what it spawns) to one core."""
+def _cpu_set(core: Cores) -> set[int]:
+    if core is None:
+        return set(range(os.cpu_count() or 1))
+    return {core} if isinstance(core, int) else set(core)
+
+
+def pin(core: Cores) -> Any:
+    """A ``preexec_fn`` that pins the child (and what it spawns) to ``core``."""
+    cores = _cpu_set(core)
 
     def pin_child() -> None:
-        os.sched_setaffinity(0, {core})
+        os.sched_setaffinity(0, cores)
 
     return pin_child
+
+
+def cpu_list(core: Cores) -> str:
+    """``core`` as ``taskset -c`` reads it: ``1``, ``0,1``."""
+    return ",".join(str(cpu) for cpu in sorted(_cpu_set(core)))
+
+
+class Measured(Protocol):
+    """Anything whose CPU time a load run reads: a :class:`Server`, a :class:`Group`."""
+
+    def cpu(self) -> float: ...
 
 
 def _stat_fields(pid: int) -> list[str]:
@@ -88,7 +109,7 @@ class Server:
     def __init__(
         self,
         command: Sequence[str],
-        core: int,
+        core: Cores,
         *,
         log: Path,
         stdio: bool = False,
@@ -154,6 +175,16 @@ class Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class Group:
+    """Several servers measured as one (the processes behind a load balancer)."""
+
+    def __init__(self, members: Sequence[Server]) -> None:
+        self.members = list(members)
+
+    def cpu(self) -> float:
+        return sum(member.cpu() for member in self.members)
 
 
 @contextlib.contextmanager

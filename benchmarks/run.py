@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""mcpserve benchmark suite: mcpserve vs the official ``mcp`` SDK vs FastMCP vs a raw ceiling.
+"""mcpserve benchmark suite: mcpserve (tuned, and as the README serves it) vs the official
+``mcp`` SDK vs FastMCP vs the official TypeScript SDK vs a raw ceiling; and mcpserve as a
+cluster (several processes behind haproxy, sessions in Redis).
 
-    python3 benchmarks/run.py            # the full suite (about 20 minutes on 2 cores)
+    python3 benchmarks/run.py            # the full suite (about 30 minutes on 2 cores)
     python3 benchmarks/run.py --quick    # a sanity run: 1 round, short windows
 
-Sets up what it needs (a venv per framework under benchmarks/.venvs, wrk via apt), checks
-every server's answers, measures in interleaved rounds, and writes
-benchmarks/results/latest.{json,md}; a full run also rewrites docs/performance.md.
-See benchmarks/README.md for the scenarios and the method.
+Sets up what it needs (a venv per Python framework under benchmarks/.venvs, the TypeScript
+SDK under benchmarks/.node, wrk via apt), checks every server's answers, measures in
+interleaved rounds, and writes benchmarks/results/latest.{json,md}; a full run also
+rewrites docs/performance.md. See benchmarks/README.md for the scenarios and the method.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import json
@@ -29,8 +32,25 @@ sys.path.insert(0, str(HERE))
 import envs  # noqa: E402
 from recorder import Recorder, log, summarize  # noqa: E402
 
-FRAMEWORKS = ["mcpserve", "official", "fastmcp", "raw"]
-PHASES = ["import", "coldstart", "inprocess", "http", "stdio", "memory"]
+FRAMEWORKS = ["mcpserve", "mcpserve-readme", "official", "fastmcp", "typescript", "raw"]
+PHASES = ["import", "coldstart", "inprocess", "http", "stdio", "memory", "cluster"]
+#: Phases a framework sits out, and why: the report says so under the phase's table.
+_README_SAME = "the same as mcpserve's: the README path differs only in how HTTP is served"
+NOT_RUN: dict[str, dict[str, str]] = {
+    "mcpserve-readme": {
+        "import": _README_SAME,
+        "coldstart": _README_SAME + " (over stdio it is `server.run()`, as for mcpserve)",
+        "inprocess": _README_SAME,
+        "stdio": _README_SAME + " (over stdio it is `server.run()`, as for mcpserve)",
+    },
+    "typescript": {
+        "inprocess": "the phase drives each framework's own in-memory client from Python",
+    },
+}
+#: Frameworks that switch to SSE per request (one server serves every HTTP scenario).
+SSE_PER_REQUEST = {"mcpserve", "mcpserve-readme", "raw"}
+#: Frameworks whose measured HTTP configuration must refuse every invalid variant.
+MUST_REFUSE = ("mcpserve", "mcpserve-readme")
 #: HTTP cases: (scenario, connections, needs a server in SSE mode)
 HTTP_CASES = [
     ("echo", 16, False),
@@ -58,10 +78,16 @@ def parse_args() -> argparse.Namespace:
         help="comma list of scenario keys: "
         "echo,model,list50,resource,progress,input_required (default all)",
     )
-    parser.add_argument("--phases", help=f"comma list of {','.join(PHASES)} (default all)")
+    parser.add_argument(
+        "--phases",
+        help=f"comma list of {','.join(PHASES)} (default all; cluster only when haproxy and "
+        "redis-server are installed)",
+    )
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     parser.add_argument(
-        "--refresh-venvs", action="store_true", help="reinstall the latest mcp 2.x / fastmcp 4.x"
+        "--refresh-venvs",
+        action="store_true",
+        help="reinstall the latest mcp 2.x / fastmcp 4.x (and the pinned TypeScript SDK)",
     )
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument(
@@ -76,29 +102,58 @@ def parse_args() -> argparse.Namespace:
     args.rounds = args.rounds or (3 if full else 1)
     args.duration = args.duration or (4.0 if full else 1.0)
     args.warmup = 1.0
+    args.start_warmup = 5.0 if full else 2.0
     args.stdio_duration = args.duration / 2 if full else 0.5
     args.stdio_warmup = 0.5 if full else 0.2
     args.inprocess_duration = 2.0 if full else 0.5
     args.start_runs = 10 if full else 3
     args.memory_warmup, args.memory_requests = (10_000, 100_000) if full else (2_000, 10_000)
-    args.phases = args.phases.split(",") if args.phases else PHASES
+    defaults = default_phases()
+    args.phases = args.phases.split(",") if args.phases else defaults
     args.scenarios = args.scenarios.split(",") if args.scenarios else None
     args.frameworks = args.frameworks.split(",")
+    checked = (("phase", args.phases, PHASES), ("framework", args.frameworks, FRAMEWORKS))
+    for name, given, known in checked:
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            parser.error(f"unknown {name}(s) {', '.join(unknown)}; known: {', '.join(known)}")
     args.complete = (
         full
-        and set(args.phases) == set(PHASES)
+        and set(args.phases) == set(defaults)
         and args.scenarios is None
         and args.frameworks == FRAMEWORKS
     )
     return args
 
 
+def default_phases() -> list[str]:
+    """Every phase; ``cluster`` only where haproxy and redis-server are installed."""
+    if _missing_cluster_tools():
+        return [phase for phase in PHASES if phase != "cluster"]
+    return list(PHASES)
+
+
+def _missing_cluster_tools() -> list[str]:
+    return [tool for tool, path in envs.cluster_tools().items() if path is None]
+
+
+def runs_in(args: argparse.Namespace, phase: str) -> list[str]:
+    """The requested frameworks that take part in ``phase``."""
+    return [fw for fw in args.frameworks if phase not in NOT_RUN.get(fw, {})]
+
+
+def not_run(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """Per phase run, the requested frameworks that sat it out, with the reason."""
+    found: dict[str, dict[str, str]] = {}
+    for fw in args.frameworks:
+        for phase, reason in NOT_RUN.get(fw, {}).items():
+            if phase in args.phases:
+                found.setdefault(phase, {})[fw] = reason
+    return found
+
+
 def wanted(args: argparse.Namespace, scenario: str) -> bool:
     return args.scenarios is None or scenario in args.scenarios
-
-
-def server_command(framework: str, *args: str) -> list[str]:
-    return [envs.python_of(framework), str(HERE / "servers" / f"{framework}_app.py"), *args]
 
 
 # -- phases -----------------------------------------------------------------------------------
@@ -112,18 +167,19 @@ def phase_http(
     from proc import Server, free_port, servers
 
     cases = [c for c in HTTP_CASES if wanted(args, c[0])]
+    frameworks = runs_in(args, "http")
     checks: dict[str, Any] = {}
     with servers() as started:
         ports: dict[tuple[str, bool], tuple[Server, int]] = {}
-        for fw in args.frameworks:
+        for fw in frameworks:
             for sse in sorted({False} | {sse for _, _, sse in cases}):
-                if sse and fw in ("mcpserve", "raw"):  # they pick SSE per request themselves
+                if sse and fw in SSE_PER_REQUEST:  # they pick SSE per request themselves
                     ports[(fw, True)] = ports[(fw, False)]
                     continue
                 port = free_port()
                 extra = ["--sse"] if sse else []
                 server = Server(
-                    server_command(fw, "http", str(port), *extra),
+                    envs.server_command(fw, "http", str(port), *extra),
                     cores[0],
                     log=logs / f"http-{fw}{'-sse' if sse else ''}.log",
                 )
@@ -131,19 +187,36 @@ def phase_http(
                 server.wait_http(port)
                 ports[(fw, sse)] = (server, port)
             checks[fw] = httpload.checks_on(ports[(fw, False)][1])
-        if "mcpserve" in checks and not all(checks["mcpserve"].values()):
-            raise SystemExit(f"mcpserve's measured configuration skips checks: {checks}")
+        for fw in MUST_REFUSE:
+            if fw in checks and not all(checks[fw].values()):
+                raise SystemExit(f"{fw}'s measured configuration skips checks: {checks[fw]}")
         requests = {key: httpload.request_file(SCENARIOS[key], logs) for key, _, _ in cases}
         for key, conns, sse in cases:
-            for fw in args.frameworks:
+            for fw in frameworks:
                 try:
                     httpload.validate(ports[(fw, sse)][1], SCENARIOS[key])
                 except CheckFailed as exc:
                     rec.skip(f"http:{key}:c{conns}", fw, f"wrong answer: {exc}"[:300])
+        log(f"HTTP start-up warm-up: {args.start_warmup:g} s per server")
+        for (fw, sse), (server, port) in ports.items():
+            if sse and fw in SSE_PER_REQUEST:
+                continue  # the same server as the JSON one
+            warm = SCENARIOS["progress" if sse else "echo"]
+            with contextlib.suppress(CheckFailed, RuntimeError):  # the rounds will say
+                httpload.run_wrk(
+                    wrk,
+                    server,
+                    port,
+                    warm,
+                    httpload.request_file(warm, logs),
+                    connections=16,
+                    duration=args.start_warmup,
+                    core=cores[1],
+                )
         for rnd in range(args.rounds):
             log(f"HTTP round {rnd + 1}/{args.rounds}")
             for key, conns, sse in cases:
-                for fw in _rotated(args.frameworks, rnd):
+                for fw in _rotated(frameworks, rnd):
                     server, port = ports[(fw, sse)]
                     run = functools.partial(
                         httpload.run_wrk,
@@ -164,7 +237,7 @@ def phase_http(
                         args.duration,
                     )
         for key, conns, sse in cases:  # still right after all that load?
-            for fw in args.frameworks:
+            for fw in frameworks:
                 case = f"http:{key}:c{conns}"
                 if fw in rec.unsupported.get(case, {}):
                     continue
@@ -186,11 +259,15 @@ def phase_stdio(
     from stdio_load import StdioDriver
 
     keys = [k for k in STDIO_SCENARIOS if wanted(args, k)]
+    frameworks = runs_in(args, "stdio")
     with servers() as started:
         drivers: dict[str, StdioDriver] = {}
-        for fw in args.frameworks:
+        for fw in frameworks:
             server = Server(
-                server_command(fw, "stdio"), cores[0], stdio=True, log=logs / f"stdio-{fw}.log"
+                envs.server_command(fw, "stdio"),
+                cores[0],
+                stdio=True,
+                log=logs / f"stdio-{fw}.log",
             )
             started.append(server)
             drivers[fw] = StdioDriver(server)
@@ -200,11 +277,13 @@ def phase_stdio(
                 except CheckFailed as exc:
                     for mode in STDIO_MODES:
                         rec.skip(f"stdio:{key}:{mode}", fw, f"wrong answer: {exc}"[:300])
+            with contextlib.suppress(CheckFailed):  # start-up warm-up; the rounds will say
+                drivers[fw].run(SCENARIOS["echo"], args.start_warmup / 2, STDIO_MODES["pipelined"])
         for rnd in range(args.rounds):
             log(f"stdio round {rnd + 1}/{args.rounds}")
             for key in keys:
                 for mode, window in STDIO_MODES.items():
-                    for fw in _rotated(args.frameworks, rnd):
+                    for fw in _rotated(frameworks, rnd):
                         run = functools.partial(drivers[fw].run, SCENARIOS[key], window=window)
                         rec.measure(
                             f"stdio:{key}:{mode}",
@@ -236,7 +315,7 @@ def phase_inprocess(args: argparse.Namespace, rec: Recorder, cores: tuple[int, i
     keys = [k for k in INPROCESS_SCENARIOS if wanted(args, k)]
     for rnd in range(args.rounds):
         log(f"in-process round {rnd + 1}/{args.rounds}")
-        for fw in _rotated(args.frameworks, rnd):
+        for fw in _rotated(runs_in(args, "inprocess"), rnd):
             command = [
                 envs.python_of(fw),
                 str(HERE / "inprocess.py"),
@@ -266,7 +345,7 @@ def phase_inprocess(args: argparse.Namespace, rec: Recorder, cores: tuple[int, i
 
 def _rotated(items: list[str], rnd: int) -> list[str]:
     """Interleave: each round starts with a different framework."""
-    shift = rnd % len(items)
+    shift = rnd % len(items) if items else 0
     return items[shift:] + items[:shift]
 
 
@@ -275,8 +354,18 @@ def main() -> None:
     # SIGTERM ends the run like Ctrl-C: every server is stopped on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # servers start as deployed: with .pyc
+    missing = _missing_cluster_tools()
+    if "cluster" in args.phases and missing:
+        raise SystemExit(
+            f"the cluster phase needs {' and '.join(missing)}: install the Debian "
+            f"package(s) (`apt-get install -y {' '.join(missing)}`) or leave the phase out"
+        )
     if not args.in_venv:
+        if missing:
+            log(f"cluster phase left out: {' and '.join(missing)} not installed")
         envs.ensure_venvs(refresh=args.refresh_venvs)
+        if "typescript" in args.frameworks:
+            envs.ensure_node(refresh=args.refresh_venvs)
         envs.ensure_wrk()
         # Re-run under the mcpserve venv: the load drivers then parse with orjson.
         python = envs.python_of("mcpserve")
@@ -300,16 +389,21 @@ def main() -> None:
         "versions": {name: envs.versions(name) for name in envs.REQUIREMENTS},
         "config": {k: v for k, v in vars(args).items() if k not in ("out", "in_venv")},
         "uvicorn": {"http": "httptools", "loop": "uvloop", "workers": 1},
+        "not_run": not_run(args),
     }
+    if "typescript" in args.frameworks:
+        results["versions"]["typescript"] = envs.node_versions()
     import coldstart
     import memory
 
     if "import" in args.phases:
         log("import time")
-        results["import"] = coldstart.import_times(args.frameworks, cores[0], args.start_runs)
+        fws = runs_in(args, "import")
+        results["import"] = coldstart.import_times(fws, cores[0], args.start_runs)
     if "coldstart" in args.phases:
         log("cold start over stdio")
-        results["coldstart"] = coldstart.cold_start(args.frameworks, cores[0], args.start_runs)
+        fws = runs_in(args, "coldstart")
+        results["coldstart"] = coldstart.cold_start(fws, cores[0], args.start_runs)
     if "inprocess" in args.phases:
         phase_inprocess(args, rec, cores)
     if "http" in args.phases:
@@ -319,13 +413,18 @@ def main() -> None:
     if "memory" in args.phases and wanted(args, "echo"):
         log("memory")
         results["memory"] = memory.memory(
-            args.frameworks,
+            runs_in(args, "memory"),
             wrk,
             cores,
             logs,
             warmup=args.memory_warmup,
             requests=args.memory_requests,
         )
+    if "cluster" in args.phases:
+        import cluster
+
+        log("cluster")
+        results["cluster"] = cluster.cluster(args, wrk, cores, logs)
     if envs.checkout() != results["mcpserve_commit"]:
         results["mcpserve_commit"] += f" (changed to {envs.checkout()} during the run)"
     results["samples"] = rec.samples

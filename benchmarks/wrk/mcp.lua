@@ -7,7 +7,10 @@
 --   MODE          "plain" (default): the same request again and again;
 --                 "two_rounds": input_required round trips. Each input_required answer
 --                 is queued; the next request retries it with inputResponses and the
---                 sealed requestState, so every round trip is two requests.
+--                 sealed requestState, so every round trip is two requests;
+--                 "unique_ids": the same request with a new JSON-RPC id each time (1, 2,
+--                 3, ...), as a handshake-era session needs: it refuses an id still in
+--                 flight. Run with -t1, so one counter numbers every connection's requests.
 --   STOP_AFTER    stop after this many responses (0 = run for the -d duration); prints
 --                 BENCHSTOP, and the caller interrupts wrk (SIGINT) to end the run
 -- done() prints one line: BENCHJSON {...} with counts and latency percentiles in us.
@@ -36,6 +39,8 @@ function init(args)
   retry_headers = headers
   body_head = body:match('^(.-"params":{)')
   body_tail = body:sub(#body_head + 1)
+  id_head, id_tail = body:match('^(.-"id":)%d+(.*)$')
+  next_id = 0
   queue = {}
   seen, ok, asked, bad = 0, 0, 0, 0
   if mode ~= "two_rounds" and stop_after == 0 then
@@ -44,6 +49,10 @@ function init(args)
 end
 
 function request()
+  if mode == "unique_ids" then
+    next_id = next_id + 1
+    return wrk.format("POST", wrk.path, retry_headers, id_head .. next_id .. id_tail)
+  end
   local n = #queue
   if n == 0 then
     return first
