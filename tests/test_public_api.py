@@ -56,6 +56,8 @@ LAZY_MODULES = (
     "mcpserve.client",  # for tests and tools, not servers
     "mcpserve.transports",
     "mcpserve.cli",
+    "mcpserve.server.tasks",  # the tasks extension, for servers with task tools
+    "mcpserve.server.task_runner",
     "mcpserve.protocol.request_state",
     "mcpserve.protocol.http_headers",  # the per-request checks of Streamable HTTP
     "mcpserve.server.redis_bus",
@@ -113,6 +115,7 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
         ("Image", "mcpserve.server.media"),
         ("Message", "mcpserve.server.prompts"),
         ("Completion", "mcpserve.server.completions"),
+        ("MemoryTaskStore", "mcpserve.server.tasks"),
     ],
 )
 def test_lazy_names_load_on_first_use(name: str, module: str) -> None:

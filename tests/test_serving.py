@@ -8,6 +8,7 @@ made up per process says so at start-up, once.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from pathlib import Path
@@ -84,3 +85,32 @@ def test_the_http_extra_brings_the_fast_stack() -> None:
         if requirement.endswith("extra == 'http'")
     }
     assert in_extra == {"uvicorn", "httptools", "uvloop"}
+
+
+async def test_sigterm_ends_a_handshake_era_get_stream_and_exits(tmp_path: Path) -> None:
+    """A legacy client's GET stream never ends by itself: the exit signal ends it, so the
+    server stops instead of waiting for the client to leave."""
+    import signal
+
+    from legacy_schema import LEGACY_DUAL, initialize_message
+
+    with http_server_process(tmp_path, args=[sys.executable, str(LEGACY_DUAL)]) as srv:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            started = await client.post(srv.url, json=initialize_message(),
+                                        headers={"accept": "application/json"})  # fmt: skip
+            session = {"mcp-session-id": started.headers["mcp-session-id"],
+                       "mcp-protocol-version": "2025-11-25",
+                       "accept": "text/event-stream"}  # fmt: skip
+            async with client.stream("GET", srv.url, headers=session) as stream:
+                assert stream.status_code == 200
+                chunks = stream.aiter_bytes()
+                assert (await anext(chunks)).startswith(b"id: ")  # the priming event
+                srv.process.send_signal(signal.SIGTERM)
+                rest = b"".join([chunk async for chunk in chunks])  # the stream ends
+        assert rest == b""
+        code = await asyncio.to_thread(srv.process.wait, TIMEOUT)  # no hang: it stops
+        log = srv.log.read_text()
+    # uvicorn shuts down gracefully, then re-raises the signal it caught, as a process that
+    # honours SIGTERM does (one uvicorn process; a --workers supervisor exits 0).
+    assert code == -signal.SIGTERM, log
+    assert "Traceback" not in log, log

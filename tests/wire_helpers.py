@@ -375,6 +375,8 @@ def default_headers(message: Any) -> dict[str, str]:
         name = params.get("name")
     elif method == "resources/read":
         name = params.get("uri")
+    elif method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        name = params.get("taskId")
     if isinstance(name, str) and not (name.isascii() and name.isprintable()):
         import base64
 

@@ -22,9 +22,10 @@ from mcp_types.methods import SERVER_NOTIFICATIONS, SERVER_RESULTS
 from pydantic import TypeAdapter
 
 from mcpserve.protocol.jsonrpc import dumps
+from task_schema import check_task_notification, check_task_result
 
 VERSION = "2026-07-28"
-RESULT_TYPES = ("complete", "input_required")
+RESULT_TYPES = ("complete", "input_required", "task")
 
 
 @functools.cache
@@ -61,7 +62,9 @@ def check_response(method: str | None, response: dict[str, Any]) -> None:
     check("JSONRPCResultResponse", response)
     result = response["result"]
     assert result.get("resultType") in RESULT_TYPES, result
-    if result["resultType"] == "input_required":
+    if result["resultType"] == "task" or (method or "").startswith("tasks/"):
+        check_task_result(method or "", result)  # the tasks extension: not in mcp-types
+    elif result["resultType"] == "input_required":
         check("InputRequiredResult", result)
         assert "inputRequests" in result or "requestState" in result, result
     elif method is not None and (method, VERSION) in SERVER_RESULTS:
@@ -73,5 +76,9 @@ def check_response(method: str | None, response: dict[str, Any]) -> None:
 def check_notification(message: dict[str, Any]) -> None:
     """Validate one notification the server sends, by its method."""
     assert "id" not in message, message
+    if message["method"] == "notifications/tasks":
+        validate(models.JSONRPCNotification, message)
+        check_task_notification(message["params"])
+        return
     model = SERVER_NOTIFICATIONS.get((message["method"], VERSION), models.JSONRPCNotification)
     validate(model, message)

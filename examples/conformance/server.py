@@ -37,6 +37,7 @@ from mcpserve import (
     Header,
     Image,
     ListRoots,
+    MCPError,
     Message,
     Sample,
     Server,
@@ -454,6 +455,70 @@ def template_data(id: str) -> dict[str, Any]:
 def watched_resource() -> str:
     """A resource clients may watch for updates."""
     return "Watched resource content"
+
+
+# -- tasks (the io.modelcontextprotocol/tasks extension) ---------------------------------------
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greet someone; never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
+    """Sleep for ``seconds``, then answer; a task for clients that take one."""
+    await asyncio.sleep(seconds)
+    return f"Computed {label or 'result'} after {seconds:g}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Run for about a second, then fail as a tool (isError)."""
+    await asyncio.sleep(1)
+    raise ToolError("The job failed: the input could not be processed")
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> str:
+    """Fail with a JSON-RPC error: the task ends failed."""
+    raise MCPError("The job crashed", code=-32603)
+
+
+@server.tool(task="optional")
+async def confirm_delete(ctx: Context, filename: str = "example.txt") -> str:
+    """Ask for confirmation (the task waits in input_required), then answer."""
+    answer = await ctx.elicit(f"Delete {filename}?", Confirmation)
+    if answer.accepted and answer.data.confirm:
+        return f"Deleted {filename}"
+    return f"Kept {filename}"
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Ask two questions at once: two keys pending together."""
+    answers = await ctx.ask(
+        first=Elicit("First: what is your name?", Name),
+        second=Elicit("Second: confirm?", Confirmation),
+    )
+    name = answers["first"].data.name if answers["first"].accepted else "nobody"
+    confirmed = answers["second"].accepted and answers["second"].data.confirm
+    return f"{name} confirmed={confirmed}"
+
+
+@server.tool(task="required", task_start="handler")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Ask the user's name synchronously (multi round-trip), then work as a task."""
+    answer = await ctx.elicit("What is your name?", Name, key="user_name")
+    name = answer.data.name if answer.accepted else "nobody"
+    await ctx.start_task("Working on it")
+    await asyncio.sleep(0.5)
+    return f"Done for {name}"
 
 
 # -- prompts ----------------------------------------------------------------------------------

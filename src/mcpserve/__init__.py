@@ -54,6 +54,9 @@ if typing.TYPE_CHECKING:
     from .server.media import ResourceLink as ResourceLink
     from .server.prompts import Message as Message
     from .server.prompts import Prompt as Prompt
+    from .server.tasks import MemoryTaskStore as MemoryTaskStore
+    from .server.tasks import TaskRecord as TaskRecord
+    from .server.tasks import TaskStore as TaskStore
 
 #: The one place the package version is written (pyproject.toml reads it from here).
 __version__ = "0.1.0"
@@ -71,12 +74,15 @@ _LAZY = {
     "ElicitResult": "server.input_requests",
     "Image": "server.media",
     "ListRoots": "server.input_requests",
+    "MemoryTaskStore": "server.tasks",
     "Message": "server.prompts",
     "Prompt": "server.prompts",
     "ResourceLink": "server.media",
     "Root": "server.input_requests",
     "Sample": "server.input_requests",
     "SampleResult": "server.input_requests",
+    "TaskRecord": "server.tasks",
+    "TaskStore": "server.tasks",
 }
 
 
@@ -112,6 +118,7 @@ __all__ = [
     "InvalidParams",
     "ListRoots",
     "MCPError",
+    "MemoryTaskStore",
     "Message",
     "MethodNotFound",
     "Middleware",
@@ -125,6 +132,8 @@ __all__ = [
     "Sample",
     "SampleResult",
     "Server",
+    "TaskRecord",
+    "TaskStore",
     "Tool",
     "ToolError",
     "ToolResult",

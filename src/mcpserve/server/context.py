@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -33,6 +33,7 @@ _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 if TYPE_CHECKING:
     from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
     from .runtime import Runtime
+    from .task_runner import RunningTask
 
 _PYTHON_LEVELS = {
     "debug": logging.DEBUG,
@@ -59,6 +60,12 @@ class Context:
         "request",
         "runtime",
     )
+
+    #: The task this call runs as, once it does; a task's context (``task_runner.py``, a
+    #: subclass with these two as slots) sets them, every other context reads these.
+    task: RunningTask | None = None
+    #: What :meth:`start_task` does, for a task tool's call.
+    task_starter: Callable[[str | None], Awaitable[None]] | None = None
 
     def __init__(self, request: Request, runtime: Runtime) -> None:
         self.request = request
@@ -221,6 +228,9 @@ class Context:
         return await self._ask(requests)
 
     async def _ask(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        if self.task is not None:
+            # A task: it waits in input_required until tasks/update brings the answers.
+            return await self.task.ask(requests)
         if self.request.ask is not None:
             # Handshake era: real requests to the client, over the transport's session.
             from .legacy import ask_client
@@ -279,6 +289,10 @@ class Context:
         Sends nothing when the client gave no progress token, or when ``progress`` does not
         increase (the spec requires strictly increasing values).
         """
+        if self.task is not None:  # a task reports progress as its status message
+            total_text = "" if total is None else f"/{total:g}"
+            await self.task.progress(message or f"{progress:g}{total_text}")
+            return False
         token = self.request.meta.progress_token
         send = self.request.send
         if token is None or send is None or self.cancelled:
@@ -292,6 +306,19 @@ class Context:
         if message is not None:
             params["message"] = message
         await send(notification("notifications/progress", params))
+        return True
+
+    async def start_task(self, message: str | None = None) -> bool:
+        """Hand the rest of this call to a task, for a tool registered with
+        ``task_start="handler"``: the client gets its ``CreateTaskResult`` now, and the
+        function goes on. Returns whether the call is a task (False when the client did
+        not declare the tasks extension: the call simply goes on as an ordinary one).
+        ``message`` becomes the task's first ``statusMessage``."""
+        if self.task is not None:
+            return True
+        if self.task_starter is None:
+            return False
+        await self.task_starter(message)
         return True
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> bool:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .prompts import Prompt
     from .registry import Registry
     from .subscriptions import Subscriptions
+    from .task_runner import Tasks
     from .tools import Tool
 
 Result = dict[str, Any]
@@ -78,6 +79,7 @@ def method_table(
     settings: Settings,
     subscriptions: Subscriptions,
     supported_versions: list[str],
+    tasks: Tasks | None = None,
 ) -> MethodTable:
     """The handlers of the 2026-07-28 methods, reading ``registry`` on every request."""
 
@@ -234,7 +236,7 @@ def method_table(
         arguments = known if isinstance(known, dict) else {}
         return {"completion": await completer.complete(value, arguments, ctx)}
 
-    return {
+    table: MethodTable = {
         "server/discover": Handler(call_inline=discover),
         "tools/list": Handler(call_inline=tools_list),
         "tools/call": Handler(
@@ -258,3 +260,8 @@ def method_table(
         "completion/complete": Handler(complete),
         "subscriptions/listen": Handler(subscriptions.listen),
     }
+    if tasks is not None:  # the tasks extension: its methods exist once a task tool does
+        table["tasks/get"] = Handler(tasks.get)
+        table["tasks/update"] = Handler(tasks.update)
+        table["tasks/cancel"] = Handler(tasks.cancel)
+    return table

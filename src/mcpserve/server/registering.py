@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from .prompts import Prompt
+    from .task_runner import Tasks
 
 # Prompts and completions load with the first one registered: a tools-only server (the
 # commonest kind, and the one spawned on demand over stdio) does not import them.
@@ -46,6 +47,12 @@ class ToolOptions(Options, total=False):
     requires: dict[str, Any]
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
+    #: Run as a task (the tasks extension) when the client declares it: "optional" also
+    #: runs as an ordinary call for other clients, "required" refuses them (-32021).
+    task: Literal["optional", "required"]
+    #: When the task starts: with the "call" (default), or when the "handler" awaits
+    #: ``ctx.start_task()`` (its questions before that are multi round-trip rounds).
+    task_start: Literal["call", "handler"]
 
 
 class ResourceOptions(Options, total=False):
@@ -62,6 +69,11 @@ class Registering:
     _max_threads: int
     _pool: ThreadPoolExecutor | None
 
+    @property
+    def tasks(self) -> Tasks:
+        """The tasks extension task tools run in (the server makes it)."""
+        raise NotImplementedError
+
     @overload
     def tool(self, fn: F, /) -> Tool: ...
     @overload
@@ -72,7 +84,7 @@ class Registering:
         """Register a function as a tool; its type hints become the ``inputSchema``."""
 
         def register(fn: F) -> Tool:
-            tool = Tool(fn, pool=self.thread_pool, **options)
+            tool = self._make_tool(fn, options)
             self.registry.add_tool(tool)
             return tool
 
@@ -86,9 +98,16 @@ class Registering:
         **options: Unpack[ToolOptions],
     ) -> Tool:
         """Register a tool at any time, e.g. while serving."""
-        tool = fn if isinstance(fn, Tool) else Tool(fn, pool=self.thread_pool, **options)
+        tool = fn if isinstance(fn, Tool) else self._make_tool(fn, options)
         self.registry.add_tool(tool, replace=replace)
         return tool
+
+    def _make_tool(self, fn: Callable[..., Any], options: ToolOptions) -> Tool:
+        if "task" not in options:
+            return Tool(fn, pool=self.thread_pool, **options)  # type: ignore[misc]
+        from .task_runner import TaskTool
+
+        return TaskTool(fn, tasks=self.tasks, pool=self.thread_pool, **options)
 
     def remove_tool(self, name: str) -> Tool:
         return self.registry.remove_tool(name)

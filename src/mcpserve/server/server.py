@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
 from ..protocol.jsonrpc import JSONDict
-from .bus import BUS_ENV, SubscriptionBus, bus_from_url, resource_updated
+from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url, resource_updated
 from .context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
 from .legacy import Legacy
@@ -45,7 +46,10 @@ from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
+    from .task_runner import Tasks
+    from .tasks import TaskStore
 
+logger = logging.getLogger("mcpserve")
 F = TypeVar("F", bound=Callable[..., Any])
 #: Where the shared Redis is named when ``redis_url`` is not given.
 REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
@@ -101,6 +105,7 @@ class Server(Registering):
         subscription_queue_size: int = 256,
         legacy: bool = True,
         legacy_client_timeout_seconds: float = 120.0,
+        task_store: TaskStore | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -125,9 +130,18 @@ class Server(Registering):
         #: sessions over HTTP. None: each process keeps its own.
         self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
         if bus is None and self.redis_url is not None and not os.environ.get(BUS_ENV):
-            bus = self.redis_url
+            from .redis_bus import RedisBus
+
+            # One channel per server: two servers (or staging and production) sharing a
+            # Redis do not hear each other; pub/sub ignores the database number.
+            bus = RedisBus(self.redis_url, channel=f"mcpserve:{{{name}}}:events")
         if bus is None or isinstance(bus, str):
             bus = bus_from_url(bus)
+        if self.redis_url is not None and isinstance(bus, LocalBus):
+            logger.warning("Server %r: sessions are shared in Redis but the subscription bus "
+                           "is this process's own (MCPSERVE_BUS=memory://): answers, "
+                           "cancellations and notifications will not reach other processes",
+                           name)  # fmt: skip
         self.subscriptions = Subscriptions(self.registry, bus, queue_size=subscription_queue_size)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         #: The handshake-era front (2025-11-25 and earlier), or None when switched off.
@@ -141,6 +155,21 @@ class Server(Registering):
         self._dispatcher: Dispatcher[Context] | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._running = 0
+        self._task_store = task_store
+        self._tasks: Tasks | None = None
+
+    @property
+    def tasks(self) -> Tasks:
+        """The tasks extension (``task_runner.py``), made when the first task tool is
+        registered: a server without one never loads it."""
+        if self._tasks is None:
+            from .task_runner import Tasks
+
+            self._tasks = Tasks(self.runtime, store=self._task_store,
+                                publish=self.subscriptions.publish_now)  # fmt: skip
+            self.subscriptions.task_ids = self._tasks.listened
+            self._dispatcher = None  # the tasks/* methods join the table
+        return self._tasks
 
     @property
     def info(self) -> JSONDict:
@@ -192,7 +221,7 @@ class Server(Registering):
             legacy_versions = c.LEGACY_VERSIONS if self.legacy is not None else ()
             supported = [*c.MODERN_VERSIONS, *legacy_versions]
             table: MethodTable = method_table(self.registry, self.settings, self.subscriptions,
-                                              supported)  # fmt: skip
+                                              supported, self._tasks)  # fmt: skip
             table.update({name: Handler(custom.answer) for name, custom in self._custom.items()})
             if self._middleware:
                 # Middleware may await anything: no handler runs inline under it.
@@ -250,6 +279,7 @@ class Server(Registering):
                 self.runtime.lifespan_state = state
             await self.subscriptions.start()
             stack.push_async_callback(self.subscriptions.shutdown)
+            stack.push_async_callback(self._end_tasks)
             self._exit_stack = stack
         self._running += 1
         try:
@@ -262,6 +292,10 @@ class Server(Registering):
                     await stack.aclose()
                 finally:
                     self.runtime.lifespan_state = None
+
+    async def _end_tasks(self) -> None:
+        if self._tasks is not None:
+            await self._tasks.shutdown()
 
     def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
         """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``).

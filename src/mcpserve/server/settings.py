@@ -57,6 +57,11 @@ def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
         offered["completions"] = {}
     if settings.client_logging:
         offered["logging"] = {}
-    if settings.extensions:
-        offered["extensions"] = settings.extensions
+    extensions = settings.extensions
+    if any(getattr(tool, "task_mode", None) for tool in registry.tools.values()):
+        from .tasks import TASKS_EXTENSION
+
+        extensions = {**extensions, TASKS_EXTENSION: {}}
+    if extensions:
+        offered["extensions"] = extensions
     return offered

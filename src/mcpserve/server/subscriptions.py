@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -45,7 +45,8 @@ _LIST_FILTERS = {
 class Listener:
     """One open subscription: its id, honoured filter and pending notifications."""
 
-    __slots__ = ("_wake", "ended", "filter", "id", "pending", "queue_size", "task", "uris")
+    __slots__ = ("_wake", "ended", "filter", "id", "pending", "queue_size", "task", "task_ids",
+                 "uris")  # fmt: skip
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class Listener:
         self.task = task
         self.filter = honoured
         self.uris: tuple[str, ...] = tuple(honoured.get("resourceSubscriptions", ()))
+        self.task_ids: frozenset[str] = frozenset(honoured.get("taskIds", ()))
         self.pending: deque[JSONDict] = deque()
         self.queue_size = queue_size
         self.ended = False
@@ -74,6 +76,8 @@ class Listener:
             uri = event.get("uri")
             if isinstance(uri, str) and any(_covers(sub, uri) for sub in self.uris):
                 return "notifications/resources/updated"
+        elif kind == "task" and event.get("taskId") in self.task_ids:
+            return "notifications/tasks"
         return None
 
     def offer(self, method: str, event: Event) -> bool:
@@ -83,6 +87,8 @@ class Listener:
         params: JSONDict = {"_meta": {c.META_SUBSCRIPTION_ID: self.id}}
         if method == "notifications/resources/updated":
             params["uri"] = event["uri"]
+        elif method == "notifications/tasks":  # the whole task, as tasks/get shows it
+            params.update(event["task"])
         self.pending.append({"jsonrpc": "2.0", "method": method, "params": params})
         self._wake.set()
         return True
@@ -115,7 +121,12 @@ class Subscriptions:
         self.listeners: set[Listener] = set()
         #: Legacy sessions hear every event and pick what concerns them.
         self.sinks: set[Callable[[Event], None]] = set()
+        #: Called by :meth:`end_all`: whoever keeps streams open that never end by themselves.
+        self.on_stop: set[Callable[[], None]] = set()
         self.overflows = 0
+        #: Which of the requested task ids a caller may hear of (set with the tasks
+        #: extension, ``task_runner.py``): ``await task_ids(ctx, requested)``.
+        self.task_ids: Callable[[Context, list[Any]], Awaitable[list[str]]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = asyncio.Lock()
         #: Set by end_all/shutdown: a listen that starts now ends at once, so shutdown
@@ -155,10 +166,13 @@ class Subscriptions:
             await self.bus.stop()
 
     def end_all(self) -> None:
-        """End every listener gracefully, keeping the bus (the server is stopping)."""
+        """End every listener gracefully, keeping the bus (the server is stopping); the
+        ``on_stop`` callbacks end the streams of other kinds (handshake-era GET streams)."""
         self._closing = True
         for listener in list(self.listeners):
             listener.end()
+        for stop in list(self.on_stop):
+            stop()
 
     def end_served_by(self, tasks: Collection[asyncio.Task[Any]]) -> None:
         """End gracefully the listeners these request tasks serve (their client left)."""
@@ -255,6 +269,13 @@ class Subscriptions:
             )
         await self.start()
         honoured = self.honoured(requested)
+        task_ids = requested.get("taskIds")
+        if task_ids is not None and self.task_ids is not None:
+            if not isinstance(task_ids, list):
+                raise InvalidParams('Invalid params: "taskIds" must be an array')
+            honoured_ids = await self.task_ids(ctx, task_ids)
+            if honoured_ids:
+                honoured["taskIds"] = honoured_ids
         listener = Listener(ctx.request.id, honoured, self.queue_size, asyncio.current_task())
         self.listeners.add(listener)
         if self._closing:

@@ -81,8 +81,10 @@ class LegacyHTTP:
         max_sessions: int,
         idle_seconds: float,
         max_requests_per_session: int = 64,
+        keepalive_seconds: float | None = 15.0,
     ) -> None:
         assert server.legacy is not None
+        self.keepalive_seconds = keepalive_seconds
         self.server = server
         self._legacy = server.legacy
         self._subscriptions = server.subscriptions
@@ -140,8 +142,8 @@ class LegacyHTTP:
             return
         try:
             session = await self.sessions.find(session_id.strip())
-        except (StoreUnavailable, TooManySessions):
-            unavailable = InternalError(_UNAVAILABLE)
+        except (StoreUnavailable, TooManySessions) as exc:
+            unavailable = InternalError(_problem(exc))
             await send_json(send, 503, error_response(readable_id(message), unavailable))
             return
         if session is None:
@@ -166,15 +168,11 @@ class LegacyHTTP:
             await send_json(send, 400, response)
             return
         session = HTTPSession(started)
-        problem = None
         try:
             await self.sessions.start(session)
-        except TooManySessions:
-            problem = "Too many sessions; try again later"
-        except StoreUnavailable:
-            problem = _UNAVAILABLE
-        if problem is not None:
-            await send_json(send, 503, error_response(message["id"], InternalError(problem)))
+        except (StoreUnavailable, TooManySessions) as exc:
+            error = InternalError(_problem(exc))
+            await send_json(send, 503, error_response(message["id"], error))
             return
         await send_json(send, 200, response, [(b"mcp-session-id", session.id.encode())])
 
@@ -212,7 +210,7 @@ class LegacyHTTP:
             await send_json(send, 200, first)  # a plain answer: no stream needed
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await _pump(session, stream, None, receive, send)
+        await _pump(session, stream, None, self.keepalive_seconds, receive, send)
 
     async def _run(
         self, message: JSONDict, session: HTTPSession, stream: EventStream, auth: Auth
@@ -257,8 +255,8 @@ class LegacyHTTP:
             session = await self.sessions.find(headers.get(SESSION_HEADER, "").strip())
             if session is not None and method == "DELETE":
                 await self.sessions.end(session)
-        except (StoreUnavailable, TooManySessions):
-            await send_json(send, 503, error_response(None, InternalError(_UNAVAILABLE)))
+        except (StoreUnavailable, TooManySessions) as exc:
+            await send_json(send, 503, error_response(None, InternalError(_problem(exc))))
             return
         if session is None:
             error = InvalidRequest("Session not found: send initialize to start a new one")
@@ -295,7 +293,14 @@ class LegacyHTTP:
             resumed, after = session.open_standalone(), None
             await self.sessions.standalone(session)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await _pump(session, resumed, after, receive, send)
+        await _pump(session, resumed, after, self.keepalive_seconds, receive, send)
+
+
+def _problem(exc: Exception) -> str:
+    """Why a session cannot be served now (HTTP 503)."""
+    if isinstance(exc, TooManySessions):
+        return "Too many sessions; try again later"
+    return _UNAVAILABLE
 
 
 def _version_problem(headers: Mapping[str, str]) -> str | None:
@@ -314,6 +319,7 @@ async def _pump(
     session: HTTPSession,
     stream: EventStream,
     after: int | None,
+    keepalive: float | None,
     receive: Receive,
     send: ASGISend,
 ) -> None:
@@ -321,7 +327,7 @@ async def _pump(
 
     A stream delivered to its end is forgotten: nothing is left to resume.
     """
-    pump = asyncio.create_task(stream.pump(send, after))
+    pump = asyncio.create_task(stream.pump(send, after, keepalive))
 
     async def disconnected() -> None:
         while (await receive())["type"] != "http.disconnect":

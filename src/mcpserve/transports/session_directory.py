@@ -56,6 +56,7 @@ class SessionDirectory:
         self._instance = os.urandom(8).hex()
         self._keeper: asyncio.Task[None] | None = None
         subscriptions.sinks.add(self._on_event)
+        subscriptions.on_stop.add(self.end_streams)
 
     def __len__(self) -> int:
         return len(self.local)
@@ -130,9 +131,17 @@ class SessionDirectory:
         await self._tell(session, "change", **change)
         return True
 
+    def end_streams(self) -> None:
+        """The server is stopping: end the standalone streams, which never end by
+        themselves (their clients open them again, elsewhere or after the restart)."""
+        for session in self.local:
+            if session.standalone is not None:
+                session.standalone.finish()
+
     def close(self) -> None:
         """End this process's part of every session (a shared session lives on elsewhere)."""
         self._subscriptions.sinks.discard(self._on_event)
+        self._subscriptions.on_stop.discard(self.end_streams)
         if self._keeper is not None:
             self._keeper.cancel()
             self._keeper = None

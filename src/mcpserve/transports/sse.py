@@ -82,9 +82,14 @@ class EventStream:
             return
         await self._wake.wait()
 
-    async def pump(self, send: ASGISend, after: int | None = None) -> bool:
+    async def pump(
+        self, send: ASGISend, after: int | None = None, keepalive: float | None = None
+    ) -> bool:
         """Write events numbered above ``after`` (all, if None) until the stream finishes,
-        is detached, or a newer connection takes over. True once everything was sent."""
+        is detached, or a newer connection takes over. True once everything was sent.
+
+        A ``keepalive`` comment goes out after that many quiet seconds, so proxies and load
+        balancers do not take an idle stream for a dead one."""
         self._connection += 1
         mine = self._connection
         self._attached = True
@@ -109,7 +114,14 @@ class EventStream:
                 if self.finished and sent >= self.seq:
                     await send({"type": "http.response.body", "body": b""})
                     return True
-                await self._wake.wait()
+                if keepalive is None:
+                    await self._wake.wait()
+                    continue
+                try:
+                    await asyncio.wait_for(self._wake.wait(), keepalive)
+                except TimeoutError:
+                    await send({"type": "http.response.body", "body": b": keepalive\n\n",
+                                "more_body": True})  # fmt: skip
         finally:
             if mine == self._connection:
                 self._attached = False

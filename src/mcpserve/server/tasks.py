@@ -1,0 +1,280 @@
+"""Tasks (the ``io.modelcontextprotocol/tasks`` extension): the record of one, and where
+records are kept.
+
+A task is a durable handle on a long ``tools/call``: the client gets a ``CreateTaskResult``
+at once and polls ``tasks/get`` until the task is ``completed`` (with the call's result),
+``failed`` (with its JSON-RPC error) or ``cancelled``; on the way it may be
+``input_required`` (questions the client answers with ``tasks/update``). A
+:class:`TaskRecord` is all a client can see of a task, plain data that any store can keep.
+
+A :class:`TaskStore` keeps records until their TTL runs out. :class:`MemoryTaskStore`, the
+default, keeps them in this process: bounded per principal, and swept as they expire, so a
+server that has created and forgotten any number of tasks holds only the live ones. The
+durable stores, ``sqlite_tasks.py`` and ``redis_tasks.py``, keep :meth:`TaskRecord.to_dict`
+and outlive the process; the rules every store applies live here, once:
+
+* a task's function runs in one process, its ``owner``, which holds a lease on it
+  (``lease_until``) and renews it while the function runs. A task that is not terminal when
+  its lease passes is failed by whoever reads it next (:func:`expire_lease`): its process
+  died, and no one else can finish it.
+* terminal states never change, and a save never touches the lease (:func:`saved_state`).
+
+The running side (the handler, its questions, cancellation) is ``task_runner.py``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+from collections import Counter
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, cast
+
+#: The extension's identifier, in capabilities and ``_meta``.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+STATUSES: frozenset[str] = TERMINAL | {"working", "input_required"}
+#: The error of a task whose lease passed before it ended.
+LEASE_EXPIRED: dict[str, Any] = {"code": -32603, "message": "The process running the task stopped"}
+
+
+def iso(timestamp: float) -> str:
+    """``2026-12-01T10:30:00.123Z``: ISO 8601, UTC, milliseconds."""
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TaskRecord:
+    """What a client can see of one task."""
+
+    __slots__ = ("created_at", "error", "input_requests", "lease_until", "owner",
+                 "poll_interval_ms", "principal", "result", "status", "status_message",
+                 "task_id", "ttl_ms", "updated_at")  # fmt: skip
+
+    def __init__(
+        self,
+        principal: str | None,
+        *,
+        ttl_ms: int,
+        poll_interval_ms: int,
+        status_message: str | None = None,
+        owner: str | None = None,
+        lease_until: float | None = None,
+    ) -> None:
+        # 192 random bits: the id is the only thing standing between a task and a stranger.
+        self.task_id = os.urandom(24).hex()
+        self.principal = principal
+        self.status: Status = "working"
+        self.status_message = status_message
+        self.created_at = self.updated_at = time.time()
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        #: The questions the task waits on, by key, as ``inputRequests`` shows them.
+        self.input_requests: dict[str, dict[str, Any]] = {}
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        #: The process running the task's function, and until when (epoch seconds) it
+        #: holds the task: None for no lease, a task that never fails for want of one.
+        self.owner = owner
+        self.lease_until = lease_until
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, as JSON can carry it (times are epoch seconds)."""
+        return {"task_id": self.task_id, "principal": self.principal, "status": self.status,
+                "status_message": self.status_message, "created_at": self.created_at,
+                "updated_at": self.updated_at, "ttl_ms": self.ttl_ms,
+                "poll_interval_ms": self.poll_interval_ms,
+                "input_requests": dict(self.input_requests), "result": self.result,
+                "error": self.error, "owner": self.owner,
+                "lease_until": self.lease_until}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskRecord:
+        """The record :meth:`to_dict` gave. Raises ValueError (or KeyError) when ``data``
+        is not one."""
+        if data["status"] not in STATUSES:
+            raise ValueError(f"not a task status: {data['status']!r}")
+        record = cls.__new__(cls)
+        record.task_id = str(data["task_id"])
+        record.principal = data["principal"]
+        record.status = cast(Status, data["status"])
+        record.status_message = data["status_message"]
+        record.created_at = float(data["created_at"])
+        record.updated_at = float(data["updated_at"])
+        record.ttl_ms = int(data["ttl_ms"])
+        record.poll_interval_ms = int(data["poll_interval_ms"])
+        record.input_requests = dict(data["input_requests"])
+        record.result = data["result"]
+        record.error = data["error"]
+        record.owner = data.get("owner")
+        lease_until = data.get("lease_until")
+        record.lease_until = None if lease_until is None else float(lease_until)
+        return record
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def expires_at(self) -> float:
+        return self.created_at + self.ttl_ms / 1000
+
+    def touch(self) -> None:
+        self.updated_at = time.time()
+
+    def task(self) -> dict[str, Any]:
+        """The ``Task`` fields: what ``CreateTaskResult`` carries besides ``resultType``."""
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": iso(self.created_at),
+            "lastUpdatedAt": iso(self.updated_at),
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+        }
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        return task
+
+    def detailed(self) -> dict[str, Any]:
+        """The ``DetailedTask``: what ``tasks/get`` answers and ``notifications/tasks``
+        carries, with the status's own payload."""
+        task = self.task()
+        if self.status == "input_required":
+            task["inputRequests"] = dict(self.input_requests)
+        elif self.status == "completed":
+            task["result"] = self.result
+        elif self.status == "failed":
+            task["error"] = self.error
+        return task
+
+
+def expire_lease(record: TaskRecord, now: float) -> bool:
+    """Fail the task if its lease passed before it ended; True when it did (the caller
+    keeps the change). Every store applies this to every record it reads."""
+    if record.terminal or record.lease_until is None or record.lease_until > now:
+        return False
+    record.status = "failed"
+    record.error = dict(LEASE_EXPIRED)
+    record.status_message = LEASE_EXPIRED["message"]
+    record.input_requests = {}
+    record.updated_at = now
+    return True
+
+
+def renew_lease(record: TaskRecord, owner: str, until: float, now: float) -> bool:
+    """Extend ``owner``'s lease on the task to ``until``; True when the record changed
+    (renewed, or failed: a lease that has passed is not renewed, the task is over)."""
+    if expire_lease(record, now):
+        return True
+    if record.terminal or record.owner != owner:
+        return False
+    record.lease_until = until
+    return True
+
+
+def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> dict[str, Any] | None:
+    """What a store writes when ``record`` is saved over the state it keeps, ``stored``; None
+    for nothing. Terminal states never change, whoever saves what; the identity of the task
+    and its lease (which only ``create`` and ``renew`` set) are the store's, not the
+    saver's, whose copy may be older."""
+    if expire_lease(stored, now):
+        return stored.to_dict()  # the save came too late: the task failed when its lease passed
+    if stored.terminal:
+        return None
+    state = record.to_dict()
+    for field in ("task_id", "principal", "created_at", "ttl_ms", "owner", "lease_until"):
+        state[field] = getattr(stored, field)
+    return state
+
+
+class TooManyTasks(Exception):
+    """The principal has as many live tasks as the store allows."""
+
+
+class TaskStoreUnavailable(Exception):
+    """The store's database did not answer (or failed); the request that needs it cannot be
+    served now."""
+
+
+class TaskStore(Protocol):
+    """Keeps task records until they expire. A store whose database fails raises
+    :class:`TaskStoreUnavailable` from any method."""
+
+    async def create(self, record: TaskRecord) -> None:
+        """Keep a new record; a ``get`` finds it once this returns. Raises
+        :class:`TooManyTasks` when its principal has too many live tasks."""
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record, or None when there is none (or it expired). A task whose lease
+        passed reads failed (:func:`expire_lease`), and is kept so."""
+
+    async def save(self, record: TaskRecord) -> None:
+        """Keep the record's new state (by :func:`saved_state`'s rules: a terminal task, or
+        one that expired, stays as it is)."""
+
+    async def renew(self, task_ids: Collection[str], owner: str, until: float) -> None:
+        """Extend to ``until`` the leases of these tasks, which ``owner`` still runs; those
+        it does not own, or that ended, are left alone."""
+
+    async def close(self) -> None:
+        """Let go of the store's connections; a later call opens them again."""
+
+
+class MemoryTaskStore:
+    """Task records in this process, bounded per principal, swept as they expire."""
+
+    def __init__(self, *, max_tasks_per_principal: int = 1000) -> None:
+        self.max_tasks_per_principal = max_tasks_per_principal
+        self._records: dict[str, TaskRecord] = {}
+        self._expiry: list[tuple[float, str]] = []
+        self._per_principal: Counter[str | None] = Counter()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def create(self, record: TaskRecord) -> None:
+        self._sweep()
+        if self._per_principal[record.principal] >= self.max_tasks_per_principal:
+            raise TooManyTasks
+        self._records[record.task_id] = record
+        self._per_principal[record.principal] += 1
+        heapq.heappush(self._expiry, (record.expires_at, record.task_id))
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        record = self._records.get(task_id)
+        if record is None:
+            return None
+        now = time.time()
+        if record.expires_at <= now:
+            self._sweep()
+            return None
+        expire_lease(record, now)
+        return record
+
+    async def save(self, record: TaskRecord) -> None:
+        """Records are kept by reference here: nothing to write."""
+
+    async def renew(self, task_ids: Collection[str], owner: str, until: float) -> None:
+        now = time.time()
+        for task_id in task_ids:
+            record = self._records.get(task_id)
+            if record is not None and record.expires_at > now:
+                renew_lease(record, owner, until, now)
+
+    async def close(self) -> None:
+        """Nothing to let go of."""
+
+    def _sweep(self) -> None:
+        now = time.time()
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now:
+            _, task_id = heapq.heappop(expiry)
+            record = self._records.pop(task_id, None)
+            if record is not None:
+                self._per_principal[record.principal] -= 1
+                if not self._per_principal[record.principal]:
+                    del self._per_principal[record.principal]
