@@ -460,6 +460,8 @@ class EventReader:
         self._queue: list[SSEEvent] = []
         self.events: list[SSEEvent] = []
         self.ended = False
+        #: Keep-alive comments seen (skipped by next_event).
+        self.keepalives = 0
 
     @property
     def is_sse(self) -> bool:
@@ -478,6 +480,7 @@ class EventReader:
                 continue
             for event in self._parser.feed(chunk):
                 if event.comment and event.id is None and event.data is None:
+                    self.keepalives += 1
                     continue  # a keep-alive comment
                 if event.message is not None:
                     self.checker.received(event.message)

@@ -185,7 +185,12 @@ async def serve(
         async def make(**options: Any) -> Served:
             app_options = {
                 key: options.pop(key)
-                for key in ("max_sessions", "session_idle_seconds", "max_requests_per_session")
+                for key in (
+                    "max_sessions",
+                    "session_idle_seconds",
+                    "max_requests_per_session",
+                    "keepalive_seconds",
+                )
                 if key in options
             }
             options.setdefault("redis_url", store)
@@ -721,6 +726,20 @@ async def test_http_standalone_stream_carries_session_notifications(serve: Serve
     assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
     ids = [event.id for event in stream.events]
     assert len(set(ids)) == len(ids)
+
+
+async def test_a_quiet_get_stream_gets_keep_alive_comments(serve: Serve) -> None:
+    """So that a proxy's idle timeout ends only streams whose peer is gone."""
+    served = await serve(keepalive_seconds=0.05)
+    client = served.client()
+    await client.initialize()
+    stream = await client.get()
+    await stream.next_event()  # priming
+    await asyncio.sleep(0.4)  # quiet: only comments go out meanwhile
+    await client.post(legacy_call(1, "add_tool", {"name": "later"}))
+    changed = await stream.next_message()
+    assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert stream.keepalives >= 3
 
 
 async def test_notifications_do_not_cross_sessions(serve: Serve) -> None:

@@ -125,6 +125,7 @@ class HTTPApp:
                 max_sessions=max_sessions,
                 idle_seconds=session_idle_seconds,
                 max_requests_per_session=max_requests_per_session,
+                keepalive_seconds=keepalive_seconds,
             )
             if server.legacy is not None
             else None
