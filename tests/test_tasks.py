@@ -14,7 +14,7 @@ import re
 import sys
 import time
 import tracemalloc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import pytest
 from legacy_schema import initialize_message
 from mcpserve import Auth
 from mcpserve.server.tasks import MemoryTaskStore, TaskRecord, TooManyTasks
+from redis_server import RedisServer, redis_server
 from servers import tasks as app
 from wire_helpers import (
     META,
@@ -94,10 +95,28 @@ class Tasks:
         return task
 
 
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every wire test runs against each store, named as a user names it."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'tasks.db'}"
+    server: RedisServer = request.getfixturevalue("redis")
+    server.flush()
+    return server.url
+
+
 @pytest.fixture
-async def tasks() -> AsyncIterator[Tasks]:
+async def tasks(store: str) -> AsyncIterator[Tasks]:
     app.GATES.clear()
-    server = app.build(server_info_in_results=False)  # results compare exactly
+    server = app.build(server_info_in_results=False, task_store=store)  # exact results
     async with server.running(), asgi_client(server.http_app()) as http:
         yield Tasks(http)
 
@@ -588,3 +607,100 @@ async def test_the_tasks_guide_runs_as_written(monkeypatch: pytest.MonkeyPatch) 
         assert started.result["statusMessage"] == "deploying to staging"
         deployed = await guide.until(started.result["taskId"], "completed")
         assert deployed["result"]["content"] == [{"type": "text", "text": "Deployed to staging"}]
+
+
+# -- across processes and restarts -----------------------------------------------------------
+
+
+def _served_tasks(tmp_path: Path, env: dict[str, str]) -> Any:
+    return http_server_process(tmp_path, args=[sys.executable, str(SERVERS / "tasks.py")],
+                               env=env)  # fmt: skip
+
+
+async def test_two_processes_on_redis_share_tasks(tmp_path: Path, redis: RedisServer) -> None:
+    """Created on one process, read, answered and cancelled through the other."""
+    redis.flush()
+    env = {"MCPSERVE_REDIS_URL": redis.url}
+    with _served_tasks(tmp_path, env) as one, _served_tasks(tmp_path, env) as two:
+        async with (
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{one.port}", timeout=TIMEOUT) as a,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{two.port}", timeout=TIMEOUT) as b,
+        ):
+            on_one, on_two = Tasks(a), Tasks(b)
+            created = await on_one.create("confirm")
+            parked = await on_two.until(created["taskId"], "input_required")
+            (key,) = parked["inputRequests"]
+            yes = {key: {"action": "accept", "content": {"confirm": True}}}
+            await on_two.send("tasks/update", {"taskId": created["taskId"], "inputResponses": yes})
+            done = await on_two.until(created["taskId"], "completed")
+            assert done["result"]["content"] == [{"type": "text", "text": "confirmed"}]
+
+            held = await on_one.create("gated", {"tag": "held"})
+            await on_two.until(held["taskId"], "working")
+            await on_two.send("tasks/cancel", {"taskId": held["taskId"]})
+            cancelled = await on_one.until(held["taskId"], "cancelled")
+            assert cancelled["taskId"] == held["taskId"]
+
+
+async def test_sqlite_tasks_survive_a_restart(tmp_path: Path) -> None:
+    """A finished task is still there after a restart; one that was running when its
+    process died reads failed once its lease has passed."""
+    env = {"MCPSERVE_TASK_STORE": f"sqlite:///{tmp_path / 'tasks.db'}",
+           "MCPSERVE_TEST_TASK_LEASE": "0.6"}  # fmt: skip
+    with _served_tasks(tmp_path, env) as first:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{first.port}",
+                                     timeout=TIMEOUT) as http:  # fmt: skip
+            before = Tasks(http)
+            finished = await before.create("sleepy", {"seconds": 0})
+            await before.until(finished["taskId"], "completed")
+            running = await before.create("gated", {"tag": "dies"})
+            await before.until(running["taskId"], "working")
+        first.process.kill()  # no shutdown: the running task is left as it was
+        first.process.wait(TIMEOUT)
+    await asyncio.sleep(0.8)  # past the dead process's lease
+    with _served_tasks(tmp_path, env) as second:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{second.port}",
+                                     timeout=TIMEOUT) as http:  # fmt: skip
+            after = Tasks(http)
+            kept = await after.get(finished["taskId"])
+            assert kept["status"] == "completed"
+            assert kept["result"]["content"] == [{"type": "text", "text": "slept 0"}]
+            orphan = await after.get(running["taskId"])
+            assert orphan["status"] == "failed"
+            stopped = "The process running the task stopped"
+            assert orphan["error"] == {"code": -32603, "message": stopped}
+
+
+def test_a_store_is_named_by_url() -> None:
+    from mcpserve import RedisTaskStore, SQLiteTaskStore
+    from mcpserve.server.task_runner import task_store_from_url
+
+    assert isinstance(task_store_from_url("memory://", namespace="n"), MemoryTaskStore)
+    relative = task_store_from_url("sqlite:///tasks.db", namespace="n")
+    assert isinstance(relative, SQLiteTaskStore)
+    assert relative.path == "tasks.db"
+    absolute = task_store_from_url("sqlite:////var/lib/app/tasks.db", namespace="n")
+    assert isinstance(absolute, SQLiteTaskStore)
+    assert absolute.path == "/var/lib/app/tasks.db"
+    shared = task_store_from_url("redis://127.0.0.1:6379/0", namespace="n")
+    assert isinstance(shared, RedisTaskStore)
+    for bad in ("sqlite://", "sqlite:///"):
+        with pytest.raises(ValueError, match="sqlite:// needs a path"):
+            task_store_from_url(bad, namespace="n")
+    for bad in ("postgres://x", "tasks.db"):
+        with pytest.raises(ValueError, match="Unknown task store"):
+            task_store_from_url(bad, namespace="n")
+
+
+def test_the_shared_redis_keeps_the_tasks_unless_a_store_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpserve import RedisTaskStore
+
+    monkeypatch.delenv("MCPSERVE_TASK_STORE", raising=False)
+    monkeypatch.delenv("MCPSERVE_REDIS_URL", raising=False)
+    assert isinstance(app.build().tasks.store, MemoryTaskStore)
+    shared = app.build(redis_url="redis://127.0.0.1:1/0")
+    assert isinstance(shared.tasks.store, RedisTaskStore)
+    monkeypatch.setenv("MCPSERVE_TASK_STORE", "memory://")
+    assert isinstance(app.build(redis_url="redis://127.0.0.1:1/0").tasks.store, MemoryTaskStore)

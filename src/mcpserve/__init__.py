@@ -54,9 +54,12 @@ if typing.TYPE_CHECKING:
     from .server.media import ResourceLink as ResourceLink
     from .server.prompts import Message as Message
     from .server.prompts import Prompt as Prompt
+    from .server.redis_tasks import RedisTaskStore as RedisTaskStore
+    from .server.sqlite_tasks import SQLiteTaskStore as SQLiteTaskStore
     from .server.tasks import MemoryTaskStore as MemoryTaskStore
     from .server.tasks import TaskRecord as TaskRecord
     from .server.tasks import TaskStore as TaskStore
+    from .server.tasks import TaskStoreUnavailable as TaskStoreUnavailable
 
 #: The one place the package version is written (pyproject.toml reads it from here).
 __version__ = "0.1.0"
@@ -77,12 +80,15 @@ _LAZY = {
     "MemoryTaskStore": "server.tasks",
     "Message": "server.prompts",
     "Prompt": "server.prompts",
+    "RedisTaskStore": "server.redis_tasks",
     "ResourceLink": "server.media",
     "Root": "server.input_requests",
+    "SQLiteTaskStore": "server.sqlite_tasks",
     "Sample": "server.input_requests",
     "SampleResult": "server.input_requests",
     "TaskRecord": "server.tasks",
     "TaskStore": "server.tasks",
+    "TaskStoreUnavailable": "server.tasks",
 }
 
 
@@ -124,16 +130,19 @@ __all__ = [
     "Middleware",
     "MissingClientCapability",
     "Prompt",
+    "RedisTaskStore",
     "Resource",
     "ResourceLink",
     "ResourceNotFound",
     "ResourceTemplate",
     "Root",
+    "SQLiteTaskStore",
     "Sample",
     "SampleResult",
     "Server",
     "TaskRecord",
     "TaskStore",
+    "TaskStoreUnavailable",
     "Tool",
     "ToolError",
     "ToolResult",

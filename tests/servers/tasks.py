@@ -2,12 +2,15 @@
 
 In process, the tests hold a tool with a gate (``GATES[tag]``, an ``asyncio.Event``) to
 observe a task while it runs; as a script (stdio, or HTTP with ``MCPSERVE_TEST_HTTP_PORT``)
-the tools that sleep are enough.
+the tools that sleep are enough, and ``gated`` waits until the process ends. The store comes
+from ``MCPSERVE_TASK_STORE`` or ``MCPSERVE_REDIS_URL``; ``MCPSERVE_TEST_TASK_LEASE`` shortens
+the lease a process holds on the tasks it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import defaultdict
 
 from pydantic import BaseModel
@@ -94,6 +97,9 @@ def build(**options: object) -> Server:
         return "x" * 5000
 
     server.tasks.max_result_bytes = 4096
+    lease = os.environ.get("MCPSERVE_TEST_TASK_LEASE")  # seconds, for the restart tests
+    if lease:
+        server.tasks.lease_seconds = float(lease)
     return server
 
 

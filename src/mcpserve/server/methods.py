@@ -261,7 +261,11 @@ def method_table(
         "subscriptions/listen": Handler(subscriptions.listen),
     }
     if tasks is not None:  # the tasks extension: its methods exist once a task tool does
-        table["tasks/get"] = Handler(tasks.get)
-        table["tasks/update"] = Handler(tasks.update)
-        table["tasks/cancel"] = Handler(tasks.cancel)
+        from .task_methods import TaskMethods
+
+        task_methods = TaskMethods(tasks)
+        subscriptions.task_ids = task_methods.listened
+        table["tasks/get"] = Handler(task_methods.get)
+        table["tasks/update"] = Handler(task_methods.update)
+        table["tasks/cancel"] = Handler(task_methods.cancel)
     return table

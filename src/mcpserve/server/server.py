@@ -53,6 +53,8 @@ logger = logging.getLogger("mcpserve")
 F = TypeVar("F", bound=Callable[..., Any])
 #: Where the shared Redis is named when ``redis_url`` is not given.
 REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
+#: Where the task store is named when ``task_store`` is not given.
+TASK_STORE_ENV = "MCPSERVE_TASK_STORE"
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
 #: The ASGI callable ``http_app`` returns (scope, receive, send).
 ASGIApp = Callable[[Any, Any, Any], Any]
@@ -105,7 +107,7 @@ class Server(Registering):
         subscription_queue_size: int = 256,
         legacy: bool = True,
         legacy_client_timeout_seconds: float = 120.0,
-        task_store: TaskStore | None = None,
+        task_store: TaskStore | str | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -165,9 +167,9 @@ class Server(Registering):
         if self._tasks is None:
             from .task_runner import Tasks
 
-            self._tasks = Tasks(self.runtime, store=self._task_store,
+            self._tasks = Tasks(self.runtime, store=self._make_task_store(),
                                 publish=self.subscriptions.publish_now)  # fmt: skip
-            self.subscriptions.task_ids = self._tasks.listened
+            self.subscriptions.sinks.add(self._tasks.control)
             self._dispatcher = None  # the tasks/* methods join the table
         return self._tasks
 
@@ -292,6 +294,18 @@ class Server(Registering):
                     await stack.aclose()
                 finally:
                     self.runtime.lifespan_state = None
+
+    def _make_task_store(self) -> TaskStore:
+        """``task_store=`` (a store or a URL), else ``$MCPSERVE_TASK_STORE``, else the shared
+        Redis when there is one, else this process's memory."""
+        from .task_runner import task_store_from_url
+
+        chosen = self._task_store
+        if chosen is None:
+            chosen = os.environ.get(TASK_STORE_ENV) or self.redis_url or "memory://"
+        if isinstance(chosen, str):
+            return task_store_from_url(chosen, namespace=self.name)
+        return chosen
 
     async def _end_tasks(self) -> None:
         if self._tasks is not None:

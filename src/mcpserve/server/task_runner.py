@@ -22,7 +22,10 @@ asyncio task; it ends ``cancelled`` unless it had already finished.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,7 +34,6 @@ from ..protocol.capabilities import missing_capabilities
 from ..protocol.core import Request
 from ..protocol.errors import (
     InternalError,
-    InvalidParams,
     InvalidRequest,
     MCPError,
     MissingClientCapability,
@@ -40,7 +42,14 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import dumps
 from .context import Context
 from .rounds import MISSING, InputRequest
-from .tasks import TASKS_EXTENSION, MemoryTaskStore, TaskRecord, TaskStore, TooManyTasks
+from .tasks import (
+    TASKS_EXTENSION,
+    MemoryTaskStore,
+    TaskRecord,
+    TaskStore,
+    TaskStoreUnavailable,
+    TooManyTasks,
+)
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -51,7 +60,10 @@ logger = logging.getLogger("mcpserve.tasks")
 Result = dict[str, Any]
 TaskMode = Literal["optional", "required"]
 TaskStart = Literal["call", "handler"]
-_REQUIRED: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+REQUIRED_EXTENSION: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+#: The bus event type of an update or cancel for a task running in another process.
+CONTROL_EVENT = "task-control"
+STORE_UNAVAILABLE = "The task store is unavailable; try again shortly"
 
 
 class RunningTask:
@@ -156,6 +168,10 @@ class Tasks:
         self.publish = publish
         #: Tasks whose functions run in this process, by id.
         self.running: dict[str, RunningTask] = {}
+        #: Who runs a task's function: the owner of its lease.
+        self.instance = os.urandom(8).hex()
+        self.lease_seconds = 30.0
+        self._renewer: asyncio.Task[None] | None = None
 
     @staticmethod
     def declared(ctx: Context) -> bool:
@@ -168,7 +184,10 @@ class Tasks:
         )
 
     async def changed(self, record: TaskRecord) -> None:
-        await self.store.save(record)
+        try:
+            await self.store.save(record)
+        except TaskStoreUnavailable:  # the store logged why; the next change tries again
+            logger.warning("Task %s: its new state could not be saved", record.task_id)
         if self.publish is not None:
             await self.publish({"type": "task", "taskId": record.task_id,
                                 "principal": record.principal,
@@ -181,7 +200,7 @@ class Tasks:
         if not self.declared(ctx):
             if tool.task_mode == "required":
                 message = f"Tool {tool.name!r} runs only as a task: declare {TASKS_EXTENSION}"
-                raise MissingClientCapability(_REQUIRED, message)
+                raise MissingClientCapability(REQUIRED_EXTENSION, message)
             return await Tool.run(tool, arguments, ctx)
         loop = asyncio.get_running_loop()
         started: asyncio.Future[TaskRecord] = loop.create_future()
@@ -216,14 +235,19 @@ class Tasks:
         """Create the task (durably, before anyone hears of it) for the call ``ctx`` runs."""
         record = TaskRecord(ctx.principal, ttl_ms=self.ttl_ms,
                             poll_interval_ms=self.poll_interval_ms,
-                            status_message=message)  # fmt: skip
+                            status_message=message, owner=self.instance,
+                            lease_until=time.time() + self.lease_seconds)  # fmt: skip
         try:
             await self.store.create(record)
         except TooManyTasks:
             raise InvalidRequest("Too many tasks: wait for some to finish or expire") from None
+        except TaskStoreUnavailable:
+            raise InternalError(STORE_UNAVAILABLE) from None
         running = RunningTask(self, record, ctx.client_capabilities)
         running.job = asyncio.current_task()
         self.running[record.task_id] = running
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew(), name="mcpserve-task-leases")
         ctx.task = running
         ctx.request.send = None  # the request is answered: nothing more goes on its stream
         started.set_result(record)
@@ -269,6 +293,29 @@ class Tasks:
             await running.finish("completed", result=result)
         return None
 
+    async def _renew(self) -> None:
+        """While functions run here, renew their leases: a process that dies stops
+        renewing, and its tasks read as failed once their leases pass (``tasks.py``)."""
+        while self.running:
+            await asyncio.sleep(self.lease_seconds / 3)
+            until = time.time() + self.lease_seconds
+            with contextlib.suppress(TaskStoreUnavailable):  # logged; the next round retries
+                await self.store.renew(list(self.running), self.instance, until)
+
+    def control(self, event: dict[str, Any]) -> None:
+        """A bus event: an update or cancel, sent by the process that received it, for a
+        task whose function runs here."""
+        if event.get("type") != CONTROL_EVENT:
+            return
+        running = self.running.get(event.get("taskId"))  # type: ignore[arg-type]
+        if running is None or running.record.terminal:
+            return
+        if event.get("do") == "cancel" and running.job is not None:
+            running.job.cancel()
+        elif event.get("do") == "update" and isinstance(event.get("responses"), dict):
+            running.answer(event["responses"])
+            asyncio.get_running_loop().create_task(self.changed(running.record))
+
     async def shutdown(self) -> None:
         """The server stops: tasks still running here fail, saying so."""
         for running in list(self.running.values()):
@@ -277,55 +324,9 @@ class Tasks:
             if running.job is not None:
                 running.job.cancel()
         self.running.clear()
-
-    # -- the methods -----------------------------------------------------------------------
-
-    async def _record(self, ctx: Context) -> TaskRecord:
-        if not self.declared(ctx):
-            raise MissingClientCapability(_REQUIRED, f"{ctx.request.method} needs the "
-                                          f"{TASKS_EXTENSION} extension")  # fmt: skip
-        task_id = ctx.request.params.get("taskId")
-        if type(task_id) is not str:
-            raise InvalidParams('Invalid params: "taskId" must be a string')
-        record = await self.store.get(task_id)
-        # Another caller's task is not found either: its existence is not theirs to learn.
-        if record is None or record.principal != ctx.principal:
-            raise InvalidParams("Task not found (unknown, expired, or not yours)")
-        return record
-
-    async def listened(self, ctx: Context, requested: list[Any]) -> list[str]:
-        """The task ids a ``subscriptions/listen`` may hear of: the caller's own."""
-        if not self.declared(ctx):
-            raise MissingClientCapability(_REQUIRED, f"taskIds need the {TASKS_EXTENSION} "
-                                          "extension")  # fmt: skip
-        owned = []
-        for task_id in requested:
-            if type(task_id) is str and task_id not in owned:
-                record = await self.store.get(task_id)
-                if record is not None and record.principal == ctx.principal:
-                    owned.append(task_id)
-        return owned
-
-    async def get(self, ctx: Context) -> Result:
-        return (await self._record(ctx)).detailed()
-
-    async def update(self, ctx: Context) -> Result:
-        record = await self._record(ctx)
-        responses = ctx.request.params.get("inputResponses")
-        if not isinstance(responses, dict):
-            raise InvalidParams('Invalid params: "inputResponses" must be an object')
-        running = self.running.get(record.task_id)
-        if running is not None and not record.terminal:
-            running.answer(responses)
-            await self.changed(record)
-        return {}
-
-    async def cancel(self, ctx: Context) -> Result:
-        record = await self._record(ctx)
-        running = self.running.get(record.task_id)
-        if running is not None and running.job is not None and not record.terminal:
-            running.job.cancel()
-        return {}
+        if self._renewer is not None:
+            self._renewer.cancel()
+        await self.store.close()
 
 
 class TaskContext(Context):
@@ -365,3 +366,22 @@ class TaskTool(Tool):
 
     async def run(self, arguments: Any, ctx: Context) -> Result:
         return await self.tasks.call(self, arguments, ctx)
+
+
+def task_store_from_url(url: str, *, namespace: str) -> TaskStore:
+    """The store a URL names: ``memory://``, ``sqlite:///path/to/tasks.db`` or
+    ``redis://host:port/db`` (keys under ``namespace``)."""
+    if url in ("", "memory://", "memory"):
+        return MemoryTaskStore()
+    if url.startswith("sqlite://"):
+        from .sqlite_tasks import SQLiteTaskStore
+
+        rest = url.removeprefix("sqlite://")  # sqlite:///relative.db, sqlite:////absolute.db
+        if not rest.startswith("/") or len(rest) < 2:
+            raise ValueError("sqlite:// needs a path: sqlite:///tasks.db, sqlite:////var/tasks.db")
+        return SQLiteTaskStore(rest[1:])
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from .redis_tasks import RedisTaskStore
+
+        return RedisTaskStore(url, namespace=namespace)
+    raise ValueError(f"Unknown task store {url[:60]!r}: use memory://, sqlite:///path or redis://")
