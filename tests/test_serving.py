@@ -114,3 +114,19 @@ async def test_sigterm_ends_a_handshake_era_get_stream_and_exits(tmp_path: Path)
     # honours SIGTERM does (one uvicorn process; a --workers supervisor exits 0).
     assert code == -signal.SIGTERM, log
     assert "Traceback" not in log, log
+
+
+async def test_forwarded_headers_are_left_alone_unless_asked(tmp_path: Path) -> None:
+    """uvicorn wraps the app in its X-Forwarded-* middleware only with proxy_headers."""
+    with http_server_process(tmp_path, args=[sys.executable, str(SERVING)]) as srv:
+        assert await proxy_middleware(srv.url) is False
+    env = {"MCPSERVE_TEST_PROXY_HEADERS": "1"}
+    with http_server_process(tmp_path, args=[sys.executable, str(SERVING)], env=env) as srv:
+        assert await proxy_middleware(srv.url) is True
+
+
+async def proxy_middleware(url: str) -> bool:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        reply = await post(client, call(1, "proxy_middleware", {}), path=url)
+    wrapped: bool = reply.result["structuredContent"]
+    return wrapped

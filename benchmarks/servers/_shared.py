@@ -24,7 +24,8 @@ FILLER_NAMES = [f"tool_{i:02d}" for i in range(len(SCENARIO_TOOLS), TOOL_COUNT)]
 PROGRESS_STEPS = 10
 GREET_QUESTION = "What is your name?"
 
-#: uvicorn settings shared by every HTTP server (one worker, no access log).
+#: uvicorn settings shared by every HTTP server (one worker, no access log, no proxy
+#: headers).
 UVICORN_HTTP = os.environ.get("BENCH_UVICORN_HTTP", "httptools")
 UVICORN_LOOP = os.environ.get("BENCH_UVICORN_LOOP", "uvloop")
 
@@ -64,6 +65,9 @@ def serve_http(app: Any, port: int) -> None:
         lifespan="on",
         log_level="warning",
         access_log=False,
+        # What server.run("http") does by default: no rewriting of client addresses from
+        # X-Forwarded-* (none of the servers reads them). The same for every framework.
+        proxy_headers=False,
         workers=None,
     )
 

@@ -87,6 +87,11 @@ def main() -> None:
     help="HTTP: log every request (off by default; errors are always logged).",
 )
 @click.option(
+    "--proxy-headers",
+    is_flag=True,
+    help="HTTP: let uvicorn take client addresses from X-Forwarded-For (off by default).",
+)
+@click.option(
     "--shutdown-grace",
     default=DEFAULT_SHUTDOWN_GRACE,
     show_default=True,
@@ -101,6 +106,7 @@ def run(
     path: str,
     workers: int,
     access_log: bool,
+    proxy_headers: bool,
     shutdown_grace: float,
 ) -> None:
     """Serve TARGET (file.py[:server] or module[:server]) over stdio or HTTP."""
@@ -109,7 +115,8 @@ def run(
         server.run("stdio", shutdown_grace=shutdown_grace)
         return
     if workers == 1:
-        server.run("http", host=host, port=port, path=path, access_log=access_log)
+        server.run("http", host=host, port=port, path=path, access_log=access_log,
+                   proxy_headers=proxy_headers)  # fmt: skip
         return
     try:
         server.require_shared_state_keys(workers)
@@ -120,7 +127,7 @@ def run(
     os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
     uvicorn.run("mcpserve.cli:worker_app", factory=True, host=host, port=port,
                 workers=workers, lifespan="on", loop="auto", http="auto",
-                access_log=access_log)  # fmt: skip
+                access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
 
 
 def worker_app() -> Any:

@@ -333,12 +333,14 @@ class Server(Registering):
         path: str = "/mcp",
         log_level: str = "info",
         access_log: bool = False,
+        proxy_headers: bool = False,
         **app_options: Any,
     ) -> None:
         """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn.
 
         Over HTTP uvicorn runs with uvloop and httptools when installed (``mcpserve[http]``
-        brings them) and without an access log unless ``access_log=True``.
+        brings them), without an access log unless ``access_log=True``, and without
+        rewriting client addresses from ``X-Forwarded-For`` unless ``proxy_headers=True``.
 
         ``app_options`` go to the transport: :func:`~mcpserve.transports.stdio.serve_stdio`
         (``max_message_bytes``, ``shutdown_grace``) or :meth:`http_app`.
@@ -347,6 +349,7 @@ class Server(Registering):
             _serving("stdio")(self, **app_options)
         elif transport == "http":
             _serving("http")(self, host=host, port=port, path=path, log_level=log_level,
-                             access_log=access_log, **app_options)  # fmt: skip
+                             access_log=access_log, proxy_headers=proxy_headers,
+                             **app_options)  # fmt: skip
         else:
             raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")
