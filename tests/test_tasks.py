@@ -547,29 +547,78 @@ async def test_stopping_the_server_fails_running_tasks() -> None:
 # -- stdio -----------------------------------------------------------------------------------
 
 
-async def test_a_task_over_stdio() -> None:
+class StdioTasks:
+    """The same steps as :class:`Tasks`, over a stdio subprocess."""
+
+    def __init__(self, process: StdioProcess) -> None:
+        self.process = process
+        self.ids = iter(range(1, 1_000_000))
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id = next(self.ids)
+        await self.process.send(message(request_id, method, params))
+        answer = await self.process.read()
+        assert answer["id"] == request_id, answer
+        return answer
+
+    async def create(self, tool: str, arguments: dict[str, Any] | None = None) -> str:
+        created = await self.send("tools/call", {"name": tool, "arguments": arguments or {}})
+        assert created["result"]["resultType"] == "task", created
+        task_id: str = created["result"]["taskId"]
+        return task_id
+
+    async def until(self, task_id: str, status: str) -> dict[str, Any]:
+        deadline = time.monotonic() + TIMEOUT
+        while (task := (await self.send("tasks/get", {"taskId": task_id}))["result"])[
+            "status"
+        ] != status:
+            assert time.monotonic() < deadline, task
+            await asyncio.sleep(0.01)
+        return task
+
+
+async def test_every_state_over_stdio() -> None:
     process = await StdioProcess.start([sys.executable, str(SERVERS / "tasks.py")])
     try:
-        await process.send(call(1, "sleepy", {"seconds": 0.01}))
-        created = (await process.read())["result"]
-        assert created["resultType"] == "task"
-        deadline = time.monotonic() + TIMEOUT
-        n = 2
-        while True:
-            await process.send(message(n, "tasks/get", {"taskId": created["taskId"]}))
-            task = (await process.read())["result"]
-            if task["status"] == "completed":
-                break
-            assert time.monotonic() < deadline, task
-            n += 1
-            await asyncio.sleep(0.01)
-        assert task["result"]["content"] == [{"type": "text", "text": "slept 0.01"}]
-        await process.send(call(n + 1, "confirm"))
-        parked_id = (await process.read())["result"]["taskId"]
-        await process.send(message(n + 2, "tasks/cancel", {"taskId": parked_id}))
-        assert (await process.read())["result"]["resultType"] == "complete"
+        stdio = StdioTasks(process)
+        done = await stdio.until(await stdio.create("sleepy", {"seconds": 0.01}), "completed")
+        assert done["result"]["content"] == [{"type": "text", "text": "slept 0.01"}]
+
+        asking = await stdio.create("confirm")
+        parked = await stdio.until(asking, "input_required")
+        (key,) = parked["inputRequests"]
+        yes = {key: {"action": "accept", "content": {"confirm": True}}}
+        ack = await stdio.send("tasks/update", {"taskId": asking, "inputResponses": yes})
+        assert ack["result"]["resultType"] == "complete"
+        confirmed = await stdio.until(asking, "completed")
+        assert confirmed["result"]["content"] == [{"type": "text", "text": "confirmed"}]
+
+        failing = await stdio.until(await stdio.create("protocol_error"), "failed")
+        assert failing["error"]["message"] == "The job crashed"
+
+        held = await stdio.create("gated", {"tag": "stdio"})
+        await stdio.until(held, "working")
+        await stdio.send("tasks/cancel", {"taskId": held})
+        cancelled = await stdio.until(held, "cancelled")
+        assert cancelled["taskId"] == held
+
+        unknown = await stdio.send("tasks/get", {"taskId": "0" * 48})
+        assert unknown["error"]["code"] == -32602
     finally:
         await process.stop()
+
+
+async def test_the_same_handler_as_a_multi_round_trip_call(tasks: Tasks) -> None:
+    """Without the extension, the task tool that asks is an ordinary multi round-trip call."""
+    caps = {"elicitation": {"form": {}}}
+    first = await post(tasks.http, call(1, "confirm", capabilities=caps))
+    assert first.result["resultType"] == "input_required"
+    (key,) = first.result["inputRequests"]
+    params = {"name": "confirm", "arguments": {},
+              "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}},
+              "requestState": first.result["requestState"]}  # fmt: skip
+    second = await post(tasks.http, message(2, "tools/call", params, capabilities=caps))
+    assert second.result["content"] == [{"type": "text", "text": "confirmed"}]
 
 
 # -- the guide -------------------------------------------------------------------------------
@@ -704,3 +753,43 @@ def test_the_shared_redis_keeps_the_tasks_unless_a_store_is_named(
     assert isinstance(shared.tasks.store, RedisTaskStore)
     monkeypatch.setenv("MCPSERVE_TASK_STORE", "memory://")
     assert isinstance(app.build(redis_url="redis://127.0.0.1:1/0").tasks.store, MemoryTaskStore)
+
+
+# -- hostile updates ---------------------------------------------------------------------------
+
+
+async def test_updates_to_an_ended_task_change_nothing(tasks: Tasks) -> None:
+    created = await tasks.create("confirm")
+    task_id = created["taskId"]
+    parked = await tasks.until(task_id, "input_required")
+    (key,) = parked["inputRequests"]
+    yes = {key: {"action": "accept", "content": {"confirm": True}}}
+    await tasks.send("tasks/update", {"taskId": task_id, "inputResponses": yes})
+    done = await tasks.until(task_id, "completed")
+    no = {key: {"action": "accept", "content": {"confirm": False}}, "input-9": {}}
+    again = await tasks.send("tasks/update", {"taskId": task_id, "inputResponses": no})
+    assert again.result["resultType"] == "complete"
+    assert await tasks.get(task_id) == done
+
+
+async def test_oversized_answers(tasks: Tasks) -> None:
+    """An answer too big for the body limit is 413 and changes nothing; a big one that does
+    not fit the question is asked again; the task still completes with a good answer."""
+    created = await tasks.create("confirm")
+    task_id = created["taskId"]
+    parked = await tasks.until(task_id, "input_required")
+    (key,) = parked["inputRequests"]
+    huge = {key: {"action": "accept", "content": {"confirm": "x" * (5 * 1024 * 1024)}}}
+    body = message(1, "tasks/update", {"taskId": task_id, "inputResponses": huge})
+    too_big = await post(tasks.http, body)
+    assert too_big.status == 413
+    assert (await tasks.get(task_id))["inputRequests"] == parked["inputRequests"]
+    big = {key: {"action": "accept", "content": {"confirm": "x" * (1024 * 1024)}}}
+    await tasks.send("tasks/update", {"taskId": task_id, "inputResponses": big})
+    asked_again = await tasks.get(task_id)
+    (new_key,) = asked_again["inputRequests"]
+    assert new_key != key
+    yes = {new_key: {"action": "accept", "content": {"confirm": True}}}
+    await tasks.send("tasks/update", {"taskId": task_id, "inputResponses": yes})
+    done = await tasks.until(task_id, "completed")
+    assert done["result"]["content"] == [{"type": "text", "text": "confirmed"}]
