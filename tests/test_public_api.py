@@ -61,6 +61,9 @@ LAZY_MODULES = (
     "mcpserve.protocol.request_state",
     "mcpserve.protocol.http_headers",  # the per-request checks of Streamable HTTP
     "mcpserve.server.redis_bus",
+    "mcpserve.server.redis_link",  # shared sessions and the Redis task store
+    "mcpserve.server.redis_tasks",
+    "mcpserve.server.sqlite_tasks",
     "mcpserve.server.uri_template",  # only for resource templates
     "mcpserve.server.input_requests",  # only for servers that ask the client for input
     "mcpserve.server.media",  # only for tools and prompts that return images, audio, links

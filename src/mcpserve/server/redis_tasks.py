@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from .redis_bus import redact
+from .redis_link import RedisLink
 from .tasks import (
     TaskRecord,
     TaskStoreUnavailable,
@@ -80,10 +80,11 @@ class RedisTaskStore:
         self.max_tasks_per_principal = max_tasks_per_principal
         # One hash slot for all keys ({...}), so the scripts also run on Redis Cluster.
         self._prefix = f"mcpserve:{{{namespace}}}:"
-        self._redis: Any = None
+        self._link = RedisLink(url, logger=logger, name="Task store",
+                               consequence="task requests get errors until it is back",
+                               error=TaskStoreUnavailable)  # fmt: skip
         self._create: Any = None
         self._swap: Any = None
-        self.available = True
 
     def _key(self, task_id: str) -> str:
         return f"{self._prefix}task:{task_id}"
@@ -93,38 +94,19 @@ class RedisTaskStore:
         tail = "anonymous" if principal is None else f"of:{principal}"
         return f"{self._prefix}tasks:{tail}"
 
-    def _client(self) -> Any:
-        if self._redis is None:
-            import redis.asyncio as redis
-            from redis.asyncio.retry import Retry
-            from redis.backoff import ExponentialBackoff
+    @property
+    def available(self) -> bool:
+        return self._link.available
 
-            # A pooled connection may have died with a restarted server: one quick retry on
-            # a fresh connection, then the request gets its error; no request waits long.
-            self._redis = redis.Redis.from_url(
-                self.url,
-                socket_connect_timeout=1.0,
-                socket_timeout=2.0,
-                retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 1),
-            )
-            self._create = self._redis.register_script(_CREATE)
-            self._swap = self._redis.register_script(_SWAP)
-        return self._redis
+    def _client(self) -> Any:
+        if not self._link.connected:
+            client = self._link.client()
+            self._create = client.register_script(_CREATE)
+            self._swap = client.register_script(_SWAP)
+        return self._link.client()
 
     async def _run(self, what: str, operation: Any) -> Any:
-        try:
-            outcome = await operation
-        except Exception as exc:  # redis-py raises its own ConnectionError, TimeoutError, ...
-            if self.available:
-                logger.warning("Task store: Redis at %s is unavailable (%s: %s) while trying "
-                               "to %s; task requests get errors until it is back",
-                               redact(self.url), type(exc).__name__, exc, what)  # fmt: skip
-                self.available = False
-            raise TaskStoreUnavailable(f"The task store could not {what}") from exc
-        if not self.available:
-            logger.warning("Task store: Redis at %s is reachable again", redact(self.url))
-            self.available = True
-        return outcome
+        return await self._link.run(what, operation)
 
     async def create(self, record: TaskRecord) -> None:
         self._client()
@@ -199,9 +181,7 @@ class RedisTaskStore:
                                    "times while being written")  # fmt: skip
 
     async def close(self) -> None:
-        if self._redis is not None:
-            redis, self._redis = self._redis, None
-            await redis.aclose()
+        await self._link.close()
 
 
 def _live(raw: bytes | None, now: float) -> TaskRecord | None:

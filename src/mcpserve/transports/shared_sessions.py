@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from ..protocol.legacy import Session
-from ..server.redis_bus import redact
+from ..server.redis_link import RedisLink
 
 logger = logging.getLogger("mcpserve.http")
 
@@ -72,47 +72,28 @@ class SharedSessions:
         # One hash slot for all keys ({...}), so the create script also runs on Redis Cluster.
         self._prefix = f"mcpserve:{{{namespace}}}:"
         self._index = self._prefix + "sessions"
-        self._redis: Any = None
+        self._link = RedisLink(url, logger=logger, name="Shared sessions",
+                               consequence="handshake-era requests get errors until it is back",
+                               error=StoreUnavailable)  # fmt: skip
         self._create: Any = None
         self._load: Any = None
-        self.available = True
 
     def _key(self, session_id: str) -> str:
         return f"{self._prefix}session:{session_id}"
 
-    def _client(self) -> Any:
-        if self._redis is None:
-            import redis.asyncio as redis
-            from redis.asyncio.retry import Retry
-            from redis.backoff import ExponentialBackoff
+    @property
+    def available(self) -> bool:
+        return self._link.available
 
-            # A pooled connection may have died with a restarted server: one quick retry on
-            # a fresh connection, then the request gets its error; no request waits long.
-            self._redis = redis.Redis.from_url(
-                self.url,
-                socket_connect_timeout=1.0,
-                socket_timeout=2.0,
-                retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 1),
-            )
-            self._create = self._redis.register_script(_CREATE)
-            self._load = self._redis.register_script(_LOAD)
-        return self._redis
+    def _client(self) -> Any:
+        if not self._link.connected:
+            client = self._link.client()
+            self._create = client.register_script(_CREATE)
+            self._load = client.register_script(_LOAD)
+        return self._link.client()
 
     async def _run(self, what: str, operation: Any) -> Any:
-        try:
-            outcome = await operation
-        except Exception as exc:  # redis-py raises its own ConnectionError, TimeoutError, ...
-            if self.available:
-                logger.warning("Shared sessions: Redis at %s is unavailable (%s: %s) while "
-                               "trying to %s; handshake-era requests get errors until it is "
-                               "back", redact(self.url), type(exc).__name__, exc,
-                               what)  # fmt: skip
-                self.available = False
-            raise StoreUnavailable(what) from exc
-        if not self.available:
-            logger.warning("Shared sessions: Redis at %s is reachable again", redact(self.url))
-            self.available = True
-        return outcome
+        return await self._link.run(what, operation)
 
     async def create(self, session_id: str, session: Session) -> bool:
         """Record a new session; False when ``max_sessions`` are live already."""
@@ -184,9 +165,7 @@ class SharedSessions:
         await self._run("renew sessions", pipe.execute())
 
     async def close(self) -> None:
-        if self._redis is not None:
-            redis, self._redis = self._redis, None
-            await redis.aclose()
+        await self._link.close()
 
     def _ttl(self) -> int:
         return max(1, round(self.idle_seconds))
