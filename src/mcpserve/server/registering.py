@@ -69,10 +69,10 @@ class Registering:
     _max_threads: int
     _pool: ThreadPoolExecutor | None
 
-    @property
-    def tasks(self) -> Tasks:
-        """The tasks extension task tools run in (the server makes it)."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # Server provides it: the tasks extension task tools run in
+
+        @property
+        def tasks(self) -> Tasks: ...
 
     @overload
     def tool(self, fn: F, /) -> Tool: ...
