@@ -127,16 +127,19 @@ async def test_anonymous_request_has_no_principal_and_no_scopes(connect: Any) ->
     assert facts["cancelled"] is False
 
 
-async def test_has_scope_is_false_for_an_anonymous_request(connect: Any) -> None:
+async def test_scopes_restrict_nothing_without_authentication(connect: Any) -> None:
     server = Server("t")
 
-    @server.tool
+    @server.tool(scopes=["notes:write"])
     def check(ctx: Context) -> list[bool]:
+        ctx.require_scopes("admin")  # no authentication: nothing to require
         return [ctx.has_scope("notes:read"), ctx.has_scope("a", "b"), ctx.has_scope()]
 
     async with connect(server) as client:
+        listed = await client.list_tools()
         result = await client.call_tool("check", {})
-    assert result["structuredContent"] == [False, False, True]
+    assert [tool["name"] for tool in listed] == ["check"]
+    assert result["structuredContent"] == [True, True, True]
 
 
 async def test_client_supports_checks_this_requests_capabilities(connect: Any) -> None:

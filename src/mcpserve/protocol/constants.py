@@ -28,6 +28,8 @@ INTERNAL_ERROR: Final = -32603
 HEADER_MISMATCH: Final = -32020
 MISSING_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+#: The caller's token lacks a scope the request needs (HTTP 403, ``docs/decisions.md``).
+INSUFFICIENT_SCOPE: Final = -32010
 
 #: syslog severities, least severe first (RFC 5424 order reversed).
 LOG_LEVELS: Final = (

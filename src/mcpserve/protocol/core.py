@@ -15,7 +15,8 @@ Whatever the transport and the era, a request goes through the two steps of
 3. ``params._meta`` is read (-32602 when the version or client capabilities are missing);
 4. the protocol version is one we speak (-32022 naming the supported ones);
 5. the method is found (-32601), and its handler looks up the target the request names
-   (a tool, by name): once, for the checks and the handler alike;
+   (a tool, by name): once, for the checks and the handler alike. A caller that
+   authenticated must hold the scopes the target requires (-32010, HTTP 403);
 6. ``checks.target``: the transport's rules on that target (HTTP: ``Mcp-Name`` and
    ``Mcp-Param-*``; -32020);
 7. whether the handler may run inline: one that can never wait (a list, a plain function
@@ -40,6 +41,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from . import constants as c
 from .errors import (
+    InsufficientScope,
     InvalidRequest,
     MCPError,
     MethodNotFound,
@@ -60,16 +62,41 @@ _SERVER_INFO = c.META_SERVER_INFO
 
 
 class Auth(Record):
-    """Who is calling, as established by the transport's authentication hook."""
+    """Who is calling, as established by the transport's authentication.
 
-    __slots__ = ("principal", "scopes")  # a Record: see protocol/records.py
+    ``checked`` says whether anything vouched for the caller: a token verifier or an
+    ``authenticate`` hook (every ``Auth`` they build is checked). Scopes restrict only a
+    checked caller; :data:`ANONYMOUS`, the caller of a server with no authentication
+    (stdio, open HTTP), may use everything (``docs/decisions.md``, "Scopes without
+    authentication"). ``claims`` are the verified token's claims, when there is a token.
+    """
 
-    def __init__(self, principal: str | None = None, scopes: frozenset[str] = frozenset()) -> None:
+    __slots__ = ("checked", "claims", "principal", "scopes")  # a Record: protocol/records.py
+
+    def __init__(
+        self,
+        principal: str | None = None,
+        scopes: frozenset[str] = frozenset(),
+        claims: Mapping[str, Any] | None = None,
+        *,
+        checked: bool = True,
+    ) -> None:
         self.principal = principal
         self.scopes = scopes
+        self.claims: Mapping[str, Any] = claims if claims is not None else {}
+        self.checked = checked
+
+    def __hash__(self) -> int:  # claims is a mapping; the rest identifies the caller
+        return hash((self.principal, self.scopes, self.checked))
+
+    def missing(self, needed: frozenset[str]) -> frozenset[str]:
+        """The scopes of ``needed`` this caller lacks (none when nothing checked it)."""
+        if not self.checked:
+            return frozenset()
+        return needed - self.scopes
 
 
-ANONYMOUS = Auth()
+ANONYMOUS = Auth(checked=False)
 
 
 class Request:
@@ -129,10 +156,11 @@ class Handler(Generic[C]):
     may still return an awaitable in the odd case); ``inline_when(target)`` says whether it
     may for a request that found its target (default: always, target or not).
     ``resolve(params)`` looks up what the request names, or returns None: errors about it
-    are the handler's to raise, after the transport's checks have run.
+    are the handler's to raise, after the transport's checks have run. ``scopes(target)``
+    names the scopes a found target requires of a checked caller.
     """
 
-    __slots__ = ("call", "call_inline", "inline_when", "resolve")
+    __slots__ = ("call", "call_inline", "inline_when", "resolve", "scopes")
 
     def __init__(
         self,
@@ -141,6 +169,7 @@ class Handler(Generic[C]):
         call_inline: Callable[[C], JSONDict | Awaitable[JSONDict]] | None = None,
         inline_when: Callable[[Any], bool] | None = None,
         resolve: Callable[[JSONDict], Any] | None = None,
+        scopes: Callable[[Any], frozenset[str]] | None = None,
     ) -> None:
         if call is None:
             if call_inline is None:
@@ -150,6 +179,7 @@ class Handler(Generic[C]):
         self.call_inline = call_inline
         self.inline_when = inline_when
         self.resolve = resolve
+        self.scopes = scopes
 
 
 def _awaiting(call_inline: Callable[[C], JSONDict | Awaitable[JSONDict]]) -> Callable[[C], Any]:
@@ -225,6 +255,10 @@ class Dispatcher(Generic[C]):
         if handler is None:
             raise MethodNotFound(f"Method not found: {method[:100]}")
         target = None if handler.resolve is None else handler.resolve(params)
+        if auth.checked and target is not None and handler.scopes is not None:
+            needed = handler.scopes(target)
+            if needed and not needed <= auth.scopes:
+                raise InsufficientScope(needed, needed - auth.scopes)
         # Positional: this runs once per request, and keyword arguments cost more.
         request = Request(message["id"], method, params, meta, send, auth, handler, target,
                           session, ask)  # fmt: skip

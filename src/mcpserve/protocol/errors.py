@@ -85,6 +85,25 @@ class MissingClientCapability(MCPError):
         )
 
 
+class InsufficientScope(MCPError):
+    """The caller was authenticated, but its token lacks scopes this request needs.
+
+    ``data.requiredScopes`` lists every scope the operation needs, not only the missing
+    ones: over HTTP it becomes the 403 challenge's ``scope``, and a client asks for exactly
+    that set (with what it already had) in one step-up.
+    """
+
+    code = c.INSUFFICIENT_SCOPE
+
+    def __init__(self, required: frozenset[str] | set[str], missing: frozenset[str] | set[str]):
+        scopes = sorted(required)
+        super().__init__(
+            "Insufficient scope: this request needs the scope " + " ".join(sorted(missing)),
+            data={"requiredScopes": scopes},
+        )
+        self.required = frozenset(required)
+
+
 class UnsupportedProtocolVersion(MCPError):
     code = c.UNSUPPORTED_PROTOCOL_VERSION
 

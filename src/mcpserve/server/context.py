@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
-from ..protocol.core import Request
+from ..protocol.core import Auth, Request
+from ..protocol.errors import InsufficientScope
 from ..protocol.jsonrpc import RequestId, notification
 from .rounds import Rounds
 
@@ -118,15 +119,37 @@ class Context:
 
     @property
     def principal(self) -> str | None:
+        """Who is calling (a token's ``sub``), or ``None`` without authentication."""
         return self.request.auth.principal
 
     @property
     def scopes(self) -> frozenset[str]:
+        """The scopes the caller's token grants (empty without authentication)."""
         return self.request.auth.scopes
 
+    @property
+    def auth(self) -> Auth:
+        """The whole verified identity: ``principal``, ``scopes``, the token's ``claims``,
+        and ``checked`` (False when the server has no authentication)."""
+        return self.request.auth
+
     def has_scope(self, *scopes: str) -> bool:
-        """True when the caller was granted every scope named."""
-        return all(scope in self.request.auth.scopes for scope in scopes)
+        """True when the caller may act with every scope named: it was granted them, or the
+        server has no authentication (stdio, open HTTP), where scopes restrict nothing."""
+        return not self.request.auth.missing(frozenset(scopes))
+
+    def require_scopes(self, *scopes: str) -> None:
+        """Go on only if the caller holds ``scopes``; otherwise end the request with
+        :class:`~mcpserve.InsufficientScope` (HTTP 403 with a step-up challenge naming every
+        scope this operation needs). Does nothing without authentication."""
+        needed = frozenset(scopes)
+        missing = self.request.auth.missing(needed)
+        if missing:
+            target = self.request.target
+            if isinstance(target, tuple):  # resources/read found (resource, variables)
+                target = target[0]
+            declared: frozenset[str] = getattr(target, "scopes", frozenset())
+            raise InsufficientScope(needed | declared, missing)
 
     def client_supports(self, capabilities: dict[str, Any]) -> bool:
         """True when this request's client declared all of ``capabilities``."""

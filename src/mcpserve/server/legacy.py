@@ -124,6 +124,9 @@ class Legacy:
             raise InvalidParams('Invalid params: "uri" must be a string')
         subscriptions = _session(ctx).resource_subscriptions
         if method == "resources/subscribe":
+            found = self.registry.find_resource(uri)
+            if found is not None:
+                ctx.require_scopes(*found[0].scopes)  # updates of what it may not read: no
             subscriptions.add(uri)
         else:
             subscriptions.discard(uri)

@@ -74,6 +74,14 @@ def _synchronous_resource(found: Any) -> bool:
     return found[0].synchronous  # type: ignore[no-any-return]
 
 
+#: The scopes a found tool or prompt requires; a resource's, from what ``find_resource`` found.
+_scopes = operator.attrgetter("scopes")
+
+
+def _resource_scopes(found: Any) -> frozenset[str]:
+    return found[0].scopes  # type: ignore[no-any-return]
+
+
 def method_table(
     registry: Registry,
     settings: Settings,
@@ -83,13 +91,20 @@ def method_table(
 ) -> MethodTable:
     """The handlers of the 2026-07-28 methods, reading ``registry`` on every request."""
 
-    def list_page(kind: str, key: str, ctx: Context) -> Result:
-        entries = registry.entries(kind)  # type: ignore[arg-type]
+    def list_page(kind: Any, key: str, ctx: Context) -> Result:
+        auth = ctx.request.auth
+        # A checked caller sees only what its scopes let it use (docs/decisions.md, "Lists
+        # and scopes"); such a list is the caller's own, so no shared cache may keep it.
+        personal = auth.checked and registry.scoped(kind)
+        entries = registry.entries(kind, auth.scopes if personal else None)
         page, next_cursor = paginate(entries, ctx.request.params.get("cursor"), settings.page_size)
         result: Result = {key: page}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        return _cache_fields(result, settings.cache)
+        policy = settings.cache
+        if personal and policy.scope == "public":
+            policy = CachePolicy(policy.ttl_ms, "private")
+        return _cache_fields(result, policy)
 
     def discover(ctx: Context) -> Result:
         result: Result = {
@@ -228,6 +243,7 @@ def method_table(
                 raise InvalidParams(f"Unknown resource template: {target[:100]}")
         else:
             raise InvalidParams('Invalid params: ref.type must be "ref/prompt" or "ref/resource"')
+        ctx.require_scopes(*registry.completion_scopes(kind, target))
         context = params.get("context")
         known = context.get("arguments") if isinstance(context, dict) else None
         completer = registry.completers.get((kind, target, arg_name))
@@ -240,7 +256,11 @@ def method_table(
         "server/discover": Handler(call_inline=discover),
         "tools/list": Handler(call_inline=tools_list),
         "tools/call": Handler(
-            tools_call, call_inline=tools_call_inline, resolve=find_tool, inline_when=_synchronous
+            tools_call,
+            call_inline=tools_call_inline,
+            resolve=find_tool,
+            inline_when=_synchronous,
+            scopes=_scopes,
         ),
         "resources/list": Handler(call_inline=resources_list),
         "resources/templates/list": Handler(call_inline=templates_list),
@@ -249,6 +269,7 @@ def method_table(
             call_inline=resources_read_inline,
             resolve=find_resource,
             inline_when=_synchronous_resource,
+            scopes=_resource_scopes,
         ),
         "prompts/list": Handler(call_inline=prompts_list),
         "prompts/get": Handler(
@@ -256,6 +277,7 @@ def method_table(
             call_inline=prompts_get_inline,
             resolve=find_prompt,
             inline_when=_synchronous,
+            scopes=_scopes,
         ),
         "completion/complete": Handler(complete),
         "subscriptions/listen": Handler(subscriptions.listen),

@@ -10,7 +10,7 @@ a dict already shaped as a ``PromptMessage``, or a full ``GetPromptResult``-shap
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,11 +72,12 @@ class Prompt(Registered):
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         blocking: bool | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         name = fn.__name__ if name is None else name
         if not name:
             raise ValueError("A prompt name cannot be empty")
-        super().__init__(fn, name, pool=pool, blocking=blocking)
+        super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
         _, param_docs = parse_docstring(fn)
         schema = self.arguments.input_schema
         required = set(schema.get("required", ()))

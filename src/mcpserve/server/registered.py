@@ -27,7 +27,7 @@ A call takes the same steps for every kind:
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -69,7 +69,7 @@ class Registered(abc.ABC):
 
     # Plain classes, not dataclasses: compared by identity, and dataclass method generation
     # would cost a noticeable share of a stdio server's cold start.
-    __slots__ = ("arguments", "fn", "invoke", "key", "synchronous", "wire")
+    __slots__ = ("arguments", "fn", "invoke", "key", "scopes", "synchronous", "wire")
 
     def __init__(
         self,
@@ -80,6 +80,7 @@ class Registered(abc.ABC):
         blocking: bool | None = None,
         wire: dict[str, Any] | None = None,
         strict: bool = False,
+        scopes: Iterable[str] = (),
     ) -> None:
         self.fn = fn
         #: What requests name it by: a tool's name, a resource's URI, a method's name.
@@ -89,6 +90,8 @@ class Registered(abc.ABC):
         #: A plain function run inline: it never waits, so nothing can cancel it mid-call.
         self.synchronous = is_synchronous(self.invoke)
         self.wire: dict[str, Any] = wire or {}
+        #: What an authenticated caller must have been granted to see and use it.
+        self.scopes = _scope_set(scopes)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.key!r}, fn={self.fn!r})"
@@ -173,6 +176,16 @@ class Registered(abc.ABC):
     @abc.abstractmethod
     def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
         """The result for the function's return value."""
+
+
+def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
+    if isinstance(scopes, str):
+        scopes = scopes.split()  # scopes="notes:read notes:write", as a token spells them
+    chosen = frozenset(scopes)
+    for scope in chosen:
+        if not isinstance(scope, str) or not scope or any(ch.isspace() for ch in scope):
+            raise ValueError(f"A scope must be a non-empty string without spaces, not {scope!r}")
+    return chosen
 
 
 def list_entry(

@@ -8,7 +8,7 @@ below, and shared by its decorator and its ``add_`` method.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -39,6 +39,9 @@ class Options(TypedDict, total=False):
     meta: dict[str, Any]
     #: Run a plain function in the thread pool (``None``: only when marked ``@blocking``).
     blocking: bool
+    #: Scopes an authenticated caller needs to see and use it (403 with a step-up challenge
+    #: otherwise). No restriction when the server has no authentication.
+    scopes: Iterable[str]
 
 
 class ToolOptions(Options, total=False):

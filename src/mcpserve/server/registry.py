@@ -32,7 +32,8 @@ class Registry:
         self.completers: dict[CompletionKey, Completer] = {}
         self.version = 0
         self._listeners: list[Callable[[ListKind], None]] = []
-        self._entries: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        #: Per list: (registry version, every entry, (scopes, entry) pairs when any is scoped).
+        self._entries: dict[str, tuple[int, list[Any], list[Any]]] = {}
         #: Registered but switched off: hidden from lists, unknown to calls and reads.
         self.disabled: dict[ListKind, set[str]] = {"tools": set(), "prompts": set(),
                                                    "resources": set()}  # fmt: skip
@@ -128,6 +129,15 @@ class Registry:
             return False
         return target in self.templates or target in self.resources
 
+    def completion_scopes(self, kind: str, target: str) -> frozenset[str]:
+        """The scopes of the prompt or resource/template completions are asked for."""
+        found = (
+            self.prompts.get(target)
+            if kind == "ref/prompt"
+            else (self.templates.get(target) or self.resources.get(target))
+        )
+        return found.scopes if found is not None else frozenset()
+
     # -- reading ----------------------------------------------------------------------------
 
     def find_resource(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
@@ -144,22 +154,43 @@ class Registry:
                 return template, variables
         return None
 
-    def entries(self, kind: Literal["tools", "resources", "templates", "prompts"]) -> list[Any]:
-        """The wire entries of one list, built once per registry version."""
+    def entries(
+        self,
+        kind: Literal["tools", "resources", "templates", "prompts"],
+        granted: frozenset[str] | None = None,
+    ) -> list[Any]:
+        """The wire entries of one list, built once per registry version: all of them, or
+        only those whose scopes ``granted`` holds (``None``: no restriction)."""
         cached = self._entries.get(kind)
-        if cached is not None and cached[0] == self.version:
-            return cached[1]
+        if cached is None or cached[0] != self.version:
+            cached = self._build_entries(kind)
+            self._entries[kind] = cached
+        _, built, scoped = cached
+        if granted is None or not scoped:
+            return built
+        return [wire for scopes, wire in scoped if scopes <= granted]
+
+    def scoped(self, kind: Literal["tools", "resources", "templates", "prompts"]) -> bool:
+        """Whether any entry of the list needs a scope (so the list depends on the caller)."""
+        self.entries(kind)
+        return bool(self._entries[kind][2])
+
+    def _build_entries(self, kind: str) -> tuple[int, list[Any], list[Any]]:
         sources: dict[str, dict[str, Any]] = {
             "tools": self.tools,
             "resources": self.resources,
             "templates": self.templates,
             "prompts": self.prompts,
         }
-        source = sources[kind]
         off = self.disabled["resources" if kind in ("resources", "templates") else kind]  # type: ignore[index]
-        built = [item.wire for key, item in source.items() if key not in off]
-        self._entries[kind] = (self.version, built)
-        return built
+        items = [item for key, item in sources[kind].items() if key not in off]
+        built = [item.wire for item in items]
+        scoped = (
+            [(item.scopes, item.wire) for item in items]
+            if any(item.scopes for item in items)
+            else []
+        )
+        return self.version, built, scoped
 
 
 def _check_new(items: dict[str, Any], key: str, what: str, replace: bool) -> None:

@@ -14,7 +14,7 @@ any JSON-able value (rendered as JSON text, ``application/json`` by default).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol.errors import ResourceNotFound
@@ -112,8 +112,9 @@ class Readable(Registered):
         blocking: bool | None = None,
         mime_type: str | None = None,
         cache: CachePolicy | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
-        super().__init__(fn, key, pool=pool, blocking=blocking)
+        super().__init__(fn, key, pool=pool, blocking=blocking, scopes=scopes)
         self.mime_type = mime_type
         self.cache = cache
 
@@ -168,11 +169,12 @@ def build_resource(
     meta: dict[str, Any] | None = None,
     blocking: bool | None = None,
     cache: CachePolicy | None = None,
+    scopes: Iterable[str] = (),
 ) -> Resource | ResourceTemplate:
     """A :class:`Resource`, or a :class:`ResourceTemplate` when ``uri`` has ``{variables}``."""
     template = _template_of(uri)
     options: dict[str, Any] = {"pool": pool, "blocking": blocking, "mime_type": mime_type,
-                               "cache": cache}  # fmt: skip
+                               "cache": cache, "scopes": scopes}  # fmt: skip
     resource = (
         Resource(uri, fn, **options)
         if template is None

@@ -45,6 +45,8 @@ from .settings import Settings, capabilities
 from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
+    from ..auth.resource import ResourceServer
+    from ..auth.tokens import TokenVerifier
     from ..protocol.request_state import StateSealer
     from .task_runner import Tasks
     from .tasks import TaskStore
@@ -108,8 +110,13 @@ class Server(Registering):
         legacy: bool = True,
         legacy_client_timeout_seconds: float = 120.0,
         task_store: TaskStore | str | None = None,
+        auth: ResourceServer | TokenVerifier | None = None,
     ) -> None:
         self.name = name
+        #: Who may call over HTTP: OAuth bearer tokens, checked by a verifier
+        #: (``mcpserve.auth``). stdio ignores it: whoever started the process is trusted,
+        #: and credentials come from the environment.
+        self.auth = auth
         self.version = version
         info: JSONDict = {"name": name, "version": version}
         for key, value in (
@@ -318,8 +325,12 @@ class Server(Registering):
         4 MiB), ``allowed_hosts``, ``allowed_origins``, ``public_url`` and ``bind_host``
         (DNS-rebinding protection, see ``transports/origin.py``; by default only loopback
         host names pass), ``keepalive_seconds`` for SSE comments, and
-        ``authenticate(headers)``, which returns the caller's :class:`Auth` (seen as
-        ``ctx.principal`` and ``ctx.scopes``) or ``None`` to answer 401.
+        ``auth`` (default: the server's ``auth=``), a
+        :class:`~mcpserve.auth.ResourceServer` or a token verifier that protects the
+        endpoint with OAuth bearer tokens and serves the protected resource metadata; or
+        ``authenticate(headers)`` for a scheme of your own, which returns the caller's
+        :class:`Auth` (seen as ``ctx.principal`` and ``ctx.scopes``) or ``None`` to answer
+        401.
         """
         app: ASGIApp = _serving("http_app")(self, path, **options)
         return app

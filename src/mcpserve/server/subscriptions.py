@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
+from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InvalidParams, InvalidRequest
 from ..protocol.jsonrpc import JSONDict, RequestId
 from .bus import Event, SubscriptionBus
@@ -239,8 +240,9 @@ class Subscriptions:
 
     # -- the method ---------------------------------------------------------------------
 
-    def honoured(self, requested: dict[str, Any]) -> dict[str, Any]:
-        """The part of a requested filter this server can deliver (echoed in the ack)."""
+    def honoured(self, requested: dict[str, Any], auth: Auth = ANONYMOUS) -> dict[str, Any]:
+        """The part of a requested filter this server can deliver (echoed in the ack): a
+        resource the caller lacks the scopes to read is left out, as an unknown one is."""
         registry = self.registry
         offered = {
             "toolsListChanged": bool(registry.tools),
@@ -252,7 +254,8 @@ class Subscriptions:
         }
         uris = requested.get("resourceSubscriptions")
         if isinstance(uris, list):
-            known = [uri for uri in uris if isinstance(uri, str) and _served(registry, uri)]
+            known = [uri for uri in uris
+                     if isinstance(uri, str) and _served(registry, uri, auth)]  # fmt: skip
             if known:
                 honoured["resourceSubscriptions"] = known
         return honoured
@@ -268,7 +271,7 @@ class Subscriptions:
                 "subscriptions/listen needs a stream: send Accept: text/event-stream"
             )
         await self.start()
-        honoured = self.honoured(requested)
+        honoured = self.honoured(requested, ctx.request.auth)
         task_ids = requested.get("taskIds")
         if task_ids is not None and self.task_ids is not None:
             if not isinstance(task_ids, list):
@@ -296,11 +299,13 @@ class Subscriptions:
         return {"_meta": dict(subscription)}
 
 
-def _served(registry: Registry, uri: str) -> bool:
-    """Whether a subscription to ``uri`` can ever fire: a resource serves it, or it is the
-    parent of a resource (an update of a sub-resource reaches parent subscriptions)."""
-    if registry.find_resource(uri) is not None:
-        return True
+def _served(registry: Registry, uri: str, auth: Auth) -> bool:
+    """Whether a subscription to ``uri`` can ever fire for this caller: a resource it may
+    read serves it, or it is the parent of a resource (an update of a sub-resource reaches
+    parent subscriptions)."""
+    found = registry.find_resource(uri)
+    if found is not None:
+        return not auth.missing(found[0].scopes)
     prefix = uri.rstrip("/") + "/"
     off = registry.disabled["resources"]
     return any(key.startswith(prefix) for key in (*registry.resources, *registry.templates)

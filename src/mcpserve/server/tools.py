@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pydantic
@@ -93,13 +93,14 @@ class Tool(Registered):
         requires: dict[str, Any] | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         name = fn.__name__ if name is None else name
         if not _TOOL_NAME.fullmatch(name):
             raise ValueError(
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
-        super().__init__(fn, name, pool=pool, blocking=blocking)
+        super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
         self.output = inspect_output(fn, content_types=(ContentBlock, ToolResult))
         self.requires = requires
         schema = input_schema if input_schema is not None else self.arguments.input_schema
