@@ -51,6 +51,8 @@ LAZY_MODULES = (
     "cryptography",  # sealed requestState
     "click",  # the CLI
     "httpx",
+    "jwt",  # token verification, for servers with auth=
+    "mcpserve.auth",
     "jsonschema",  # only for hand-written inputSchema
     "opentelemetry",
     "mcpserve.client",  # for tests and tools, not servers

@@ -19,6 +19,7 @@ import typing
 
 from .protocol.constants import LATEST_VERSION as LATEST_VERSION
 from .protocol.core import Auth as Auth
+from .protocol.errors import InsufficientScope as InsufficientScope
 from .protocol.errors import InvalidParams as InvalidParams
 from .protocol.errors import MCPError as MCPError
 from .protocol.errors import MethodNotFound as MethodNotFound
@@ -121,6 +122,7 @@ __all__ = [
     "Header",
     "Image",
     "InputRequired",
+    "InsufficientScope",
     "InvalidParams",
     "ListRoots",
     "MCPError",

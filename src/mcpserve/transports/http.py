@@ -16,7 +16,8 @@ HTTP"); the first failure answers. Rows 9-14 are the dispatcher's ``prepare``
  1    path is the endpoint (``/mcp`` or ``/mcp/``)               404
  2    ``Host`` is allowed (DNS-rebinding protection)             421
  3    ``Origin``, when sent, is allowed                          403, -32600
- 3b   the ``authenticate`` hook accepts the caller               401 (``WWW-Authenticate``)
+ 3b   the bearer token is valid (``auth=``), or the              401/400/403/503,
+      ``authenticate`` hook accepts the caller                   ``WWW-Authenticate``
  4    method is POST                                             405, ``Allow: POST``
  5    ``Content-Type`` is ``application/json``                   415
  6    body within ``max_body_bytes``                             413
@@ -30,6 +31,11 @@ HTTP"); the first failure answers. Rows 9-14 are the dispatcher's ``prepare``
  13   ``Mcp-Name`` and ``Mcp-Param-*`` equal the body            400, -32020
  14   client capabilities a tool requires                        400, -32021
 ====  =========================================================  ===================
+
+With ``auth=`` (a :class:`~mcpserve.auth.ResourceServer`) the protected resource metadata
+is answered, without a token and to any origin (CORS), at its well-known paths; a request
+whose token lacks a scope that a tool, resource or prompt needs is answered 403 with the
+step-up challenge (``auth/resource.py``).
 
 Handshake-era clients (2025-11-25 and earlier) share the endpoint, with one hand-off: a
 message the era rule gives to the handshake era (no per-request ``_meta``, and an
@@ -63,12 +69,14 @@ from .responses import (
     accepts_sse,
     cancel_on_disconnect,
     read_body,
+    send_answer,
     send_json,
+    send_json_bytes,
     send_plain,
-    status_for,
 )
 
 if TYPE_CHECKING:
+    from ..auth.resource import ResourceServer
     from ..server.server import Server
 
 logger = logging.getLogger("mcpserve.http")
@@ -106,12 +114,17 @@ class HTTPApp:
         origin_policy: OriginPolicy | None = None,
         keepalive_seconds: float = 15.0,
         authenticate: Authenticate | None = None,
+        resource_server: ResourceServer | None = None,
         max_sessions: int = 1000,
         session_idle_seconds: float = 1800.0,
         max_requests_per_session: int = 64,
     ) -> None:
+        if authenticate is not None and resource_server is not None:
+            raise TypeError("Give auth= (OAuth bearer tokens) or authenticate=, not both")
         self.server = server
         self.authenticate = authenticate
+        self.resource_server = resource_server
+        self._metadata_paths = resource_server.metadata_paths if resource_server else frozenset()
         self.path = "/" + path.strip("/")
         self.max_body_bytes = max_body_bytes
         self.origin_policy = origin_policy or OriginPolicy.build()
@@ -126,6 +139,7 @@ class HTTPApp:
                 idle_seconds=session_idle_seconds,
                 max_requests_per_session=max_requests_per_session,
                 keepalive_seconds=keepalive_seconds,
+                challenge=self.challenge,
             )
             if server.legacy is not None
             else None
@@ -174,6 +188,9 @@ class HTTPApp:
         if root and path.startswith(root):
             path = path[len(root) :]  # mounted under a prefix (Starlette's Mount, FastAPI)
         if path != self.path and path.rstrip("/") != self.path:
+            if scope["path"] in self._metadata_paths:
+                await self._metadata(scope["method"], send)
+                return
             await send_plain(send, 404, b"Not Found")
             return
         raw = scope["headers"]
@@ -195,7 +212,14 @@ class HTTPApp:
                 await send_json(send, 403, error_response(None, error))
                 return
         auth = ANONYMOUS
-        if self.authenticate is not None:
+        if self.resource_server is not None:
+            verdict = await self.resource_server.authenticate(_text(headers.get(b"authorization")))
+            if not isinstance(verdict, Auth):
+                refused = error_response(None, verdict.error)
+                await send_json(send, verdict.status, refused, verdict.headers)
+                return
+            auth = verdict
+        elif self.authenticate is not None:
             outcome = self.authenticate(hh.decode_headers(raw))
             if inspect.isawaitable(outcome):
                 outcome = await outcome
@@ -251,6 +275,31 @@ class HTTPApp:
             return
         await self._request(message, headers, raw, auth, receive, send)
 
+    def challenge(self, error: JSONDict) -> list[tuple[bytes, bytes]]:
+        """The ``WWW-Authenticate`` step-up challenge of a 403 for missing scopes."""
+        data = error.get("data")
+        needed = data.get("requiredScopes", ()) if isinstance(data, dict) else ()
+        if self.resource_server is not None:
+            return [self.resource_server.insufficient_scope(needed)]
+        from ..auth.resource import insufficient_scope_challenge
+
+        return [insufficient_scope_challenge(needed)]
+
+    async def _metadata(self, method: str, send: ASGISend) -> None:
+        """The protected resource metadata: public, and readable from any web page."""
+        assert self.resource_server is not None
+        cors = [(b"access-control-allow-origin", b"*")]
+        if method == "OPTIONS":  # a CORS preflight
+            preflight = [*cors, (b"access-control-allow-methods", b"GET, OPTIONS"),
+                         (b"access-control-allow-headers", b"*"),
+                         (b"access-control-max-age", b"86400")]  # fmt: skip
+            await send_plain(send, 204, b"", preflight)
+        elif method in ("GET", "HEAD"):
+            headers = [*cors, (b"cache-control", b"public, max-age=3600")]
+            await send_json_bytes(send, self.resource_server.metadata_body, headers)
+        else:
+            await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, OPTIONS")])
+
     async def _request(
         self,
         message: JSONDict,
@@ -265,6 +314,9 @@ class HTTPApp:
         try:
             request = dispatcher.prepare(message, auth=auth, checks=hh.HeaderChecks(headers, raw))
         except MCPError as exc:
+            if exc.code == c.INSUFFICIENT_SCOPE:
+                await send_answer(send, error_response(message["id"], exc), self.challenge)
+                return
             status = 404 if exc.code == c.METHOD_NOT_FOUND else 400
             await send_json(send, status, error_response(message["id"], exc))
             return
@@ -279,11 +331,10 @@ class HTTPApp:
             # it: answer with JSON directly, without a stream or a disconnect watcher.
             answer = dispatcher.execute_inline(request)
             response = answer if isinstance(answer, dict) else await answer
-            error = response.get("error")
-            await send_json(send, status_for(error["code"]) if error else 200, response)
+            await send_answer(send, response, self.challenge)
             return
         stream = ResponseStream(send, accepts_sse(_text(headers.get(b"accept"))),
-                                self.keepalive_seconds)  # fmt: skip
+                                self.keepalive_seconds, self.challenge)  # fmt: skip
         if stream.sse_allowed:
             request.send = stream.notify
         try:

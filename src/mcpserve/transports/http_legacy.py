@@ -36,7 +36,7 @@ from ..protocol.errors import InternalError, InvalidRequest, MCPError
 from ..protocol.jsonrpc import JSONDict, Kind, error_response, readable_id
 from ..protocol.legacy import Era, era_of
 from .http_sessions import HTTPSession, SessionStore
-from .responses import send_json
+from .responses import Challenge, send_answer, send_json
 from .session_directory import SessionDirectory, StoreUnavailable, TooManySessions
 from .shared_sessions import SharedSessions
 from .sse import SSE_HEADERS, EventStream
@@ -82,9 +82,11 @@ class LegacyHTTP:
         idle_seconds: float,
         max_requests_per_session: int = 64,
         keepalive_seconds: float | None = 15.0,
+        challenge: Challenge | None = None,
     ) -> None:
         assert server.legacy is not None
         self.keepalive_seconds = keepalive_seconds
+        self._challenge = challenge
         self.server = server
         self._legacy = server.legacy
         self._subscriptions = server.subscriptions
@@ -207,6 +209,11 @@ class LegacyHTTP:
         first = stream.first
         if stream.finished and first is not None and "id" in first and "method" not in first:
             session.streams.pop(stream.id, None)  # never resumable: the client saw no event id
+            failed = first.get("error")
+            if failed is not None and failed.get("code") == c.INSUFFICIENT_SCOPE:
+                # The one error status of this era's answers: 403 with the step-up challenge.
+                await send_answer(send, first, self._challenge)
+                return
             await send_json(send, 200, first)  # a plain answer: no stream needed
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})

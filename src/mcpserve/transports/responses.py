@@ -30,6 +30,8 @@ SSE_HEADERS = [
 BAD_REQUEST_CODES = frozenset(
     {c.HEADER_MISMATCH, c.MISSING_CLIENT_CAPABILITY, c.UNSUPPORTED_PROTOCOL_VERSION}
 )
+#: The challenge headers of a 403 for missing scopes, made from the JSON-RPC error.
+Challenge = Callable[[JSONDict], list[tuple[bytes, bytes]]]
 
 
 def status_for(code: int) -> int:
@@ -37,14 +39,23 @@ def status_for(code: int) -> int:
     status of errors")."""
     if code == c.METHOD_NOT_FOUND:
         return 404
+    if code == c.INSUFFICIENT_SCOPE:
+        return 403
     return 400 if code in BAD_REQUEST_CODES else 200
 
 
 class ResponseStream:
     """JSON for a plain answer; SSE from the first notification on."""
 
-    def __init__(self, send: ASGISend, sse_allowed: bool, keepalive_seconds: float) -> None:
+    def __init__(
+        self,
+        send: ASGISend,
+        sse_allowed: bool,
+        keepalive_seconds: float,
+        challenge: Challenge | None = None,
+    ) -> None:
         self._send = send
+        self._challenge = challenge
         self.sse_allowed = sse_allowed
         self._keepalive_seconds = keepalive_seconds
         self._started = False
@@ -85,8 +96,7 @@ class ResponseStream:
     async def finish(self, response: JSONDict) -> None:
         self.close()
         if not self._started:
-            error = response.get("error")
-            await send_json(self._send, status_for(error["code"]) if error else 200, response)
+            await send_answer(self._send, response, self._challenge)
             return
         async with self.lock:
             await self._send({"type": "http.response.body", "body": sse_event(response)})
@@ -202,6 +212,27 @@ async def send_json(
     if extra:
         headers.extend(extra)
     await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_answer(send: ASGISend, response: JSONDict, challenge: Challenge | None) -> None:
+    """A JSON-RPC response as JSON, with the HTTP status its error calls for (and, for a
+    403, the challenge saying which scopes to obtain)."""
+    error = response.get("error")
+    if error is None:
+        await send_json(send, 200, response)
+        return
+    status = status_for(error["code"])
+    extra = challenge(error) if status == 403 and challenge is not None else None
+    await send_json(send, status, response, extra)
+
+
+async def send_json_bytes(
+    send: ASGISend, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """An already serialized JSON body, status 200."""
+    headers = [JSON_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), *(extra or [])]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

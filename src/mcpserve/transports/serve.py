@@ -30,11 +30,20 @@ def build_http_app(
     bind_host: str | None = None,
     keepalive_seconds: float = 15.0,
     authenticate: Authenticate | None = None,
+    auth: Any = None,
     max_sessions: int = 1000,
     session_idle_seconds: float = 1800.0,
     max_requests_per_session: int = 64,
 ) -> HTTPApp:
     """See :meth:`Server.http_app`."""
+    resource_server = None
+    chosen = auth if auth is not None else server.auth
+    if chosen is not None:
+        from ..auth.resource import as_resource_server  # loads nothing of JOSE or httpx
+
+        resource_server = as_resource_server(chosen)
+        # The URL tokens are issued for is the one clients use: its host is allowed.
+        public_url = public_url or resource_server.resource
     policy = OriginPolicy.build(
         bind_host=bind_host,
         allowed_hosts=allowed_hosts,
@@ -48,6 +57,7 @@ def build_http_app(
         origin_policy=policy,
         keepalive_seconds=keepalive_seconds,
         authenticate=authenticate,
+        resource_server=resource_server,
         max_sessions=max_sessions,
         session_idle_seconds=session_idle_seconds,
         max_requests_per_session=max_requests_per_session,
