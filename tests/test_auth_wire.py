@@ -570,3 +570,51 @@ async def test_a_handshake_era_subscribe_needs_the_resources_scopes() -> None:
     assert refused.json()["error"]["data"] == {"requiredScopes": ["notes:write"]}
     assert allowed.status_code == 200
     assert allowed.json()["result"] == {}
+
+
+async def test_a_task_belongs_to_the_principal_whose_token_started_it() -> None:
+    server = Server("tasks", auth=ResourceServer(TableVerifier(TOKENS)))
+
+    @server.tool(task="optional", scopes=["notes:write"])
+    async def export(ctx: Context) -> str:
+        return f"exported for {ctx.principal}"
+
+    capabilities = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    declared = {"io.modelcontextprotocol/clientCapabilities": capabilities}
+    start = call(1, "export", {}, **declared)
+    async with server.running(), asgi_client(server.http_app()) as http:
+        refused = await post(http, start, bearer("tools/call", "export", "reader"))
+        created = await post(http, start, bearer("tools/call", "export", "writer"))
+        task_id = created.result["taskId"]
+        get = request(2, "tasks/get", {"taskId": task_id}, **declared)
+        other = await post(http, get, bearer("tasks/get", task_id, "bob"))
+        own = await post(http, get, bearer("tasks/get", task_id, "writer"))
+    assert refused.status == 403  # no task is made for a caller that may not call the tool
+    assert other.error == {
+        "code": -32602,
+        "message": "Task not found (unknown, expired, or not yours)",
+    }
+    assert own.result["taskId"] == task_id
+
+
+async def test_the_verifier_is_closed_when_the_app_shuts_down() -> None:
+    closed: list[bool] = []
+
+    class Closing(TableVerifier):
+        async def aclose(self) -> None:
+            closed.append(True)
+
+    server = Server("closing", auth=ResourceServer(Closing(TOKENS)))
+    app = server.http_app()
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+
+    await app({"type": "lifespan"}, receive, send)
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert closed == [True]

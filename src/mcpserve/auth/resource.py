@@ -151,6 +151,12 @@ class ResourceServer:
         challenged = self.required_scopes or frozenset(self.scopes_supported)
         self._unauthorized_scope = " ".join(sorted(challenged))
 
+    async def aclose(self) -> None:
+        """Close what the verifier holds open (its HTTP client), when it has an ``aclose``."""
+        close = getattr(self.verifier, "aclose", None)
+        if close is not None:
+            await close()
+
     # -- one request ------------------------------------------------------------------------
 
     async def authenticate(self, authorization: str | None) -> Auth | Refusal:

@@ -28,6 +28,7 @@ HTTP"); the first failure answers. Rows 9-14 are the dispatcher's ``prepare``
  10   ``_meta`` has protocol version and client capabilities     400, -32602
  11   protocol version supported                                 400, -32022
  12   method exists                                              404, -32601
+ 12b  the caller holds the scopes its target needs               403, -32010, challenge
  13   ``Mcp-Name`` and ``Mcp-Param-*`` equal the body            400, -32020
  14   client capabilities a tool requires                        400, -32021
 ====  =========================================================  ===================
@@ -171,6 +172,8 @@ class HTTPApp:
             elif message["type"] == "lifespan.shutdown":
                 if self.legacy is not None:
                     await self.legacy.aclose()
+                if self.resource_server is not None:
+                    await self.resource_server.aclose()
                 if self._lifespan_context is not None:
                     await self._lifespan_context.__aexit__(None, None, None)
                 await send({"type": "lifespan.shutdown.complete"})
