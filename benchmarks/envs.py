@@ -5,8 +5,9 @@ Each Python framework gets its own venv under ``benchmarks/.venvs`` (gitignored)
 same uvicorn, httptools, uvloop and orjson, so that only the framework differs:
 
 * ``mcpserve``: this checkout, installed editable with its ``http`` extra (what
-  ``pip install "mcpserve[http]"`` gives a user) and ``redis`` (the cluster phase); the raw
-  baseline and the README-path variant run here too;
+  ``pip install "mcpserve[http]"`` gives a user), ``redis`` (the cluster phase) and
+  ``auth`` (PyJWT and httpx: ``auth.py``'s bearer-token servers); the raw baseline and the
+  README-path variant run here too;
 * ``official``: the latest ``mcp`` 2.x from PyPI;
 * ``fastmcp``: the latest ``fastmcp`` 4.x from PyPI.
 
@@ -35,7 +36,7 @@ REPO = HERE.parent
 VENVS = HERE / ".venvs"
 COMMON = ["uvicorn>=0.30", "httptools>=0.6", "uvloop>=0.19", "orjson>=3.10"]
 REQUIREMENTS: dict[str, list[str]] = {
-    "mcpserve": ["-e", f"{REPO}[http,redis]", *COMMON],
+    "mcpserve": ["-e", f"{REPO}[http,redis,auth]", *COMMON],
     "official": ["mcp>=2,<3", *COMMON],
     "fastmcp": ["fastmcp>=4,<5", *COMMON],
 }
