@@ -618,3 +618,28 @@ async def test_the_verifier_is_closed_when_the_app_shuts_down() -> None:
     await app({"type": "lifespan"}, receive, send)
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert closed == [True]
+
+
+async def test_a_handshake_era_session_belongs_to_the_principal_that_started_it() -> None:
+    server, ran = notes_server()
+    legacy = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+              "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    async with asgi_client(server.http_app()) as http:
+        started = await http.post("/mcp", json=initialize_message(),
+                                  headers={**legacy, "authorization": "Bearer writer"})  # fmt: skip
+        session = {"mcp-session-id": started.headers["mcp-session-id"]}
+        alice = {**legacy, **session, "authorization": "Bearer writer"}
+        bob = {**legacy, **session, "authorization": "Bearer bob"}
+        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "add_note", "arguments": {"text": "x"}}}  # fmt: skip
+        stolen = await http.post("/mcp", json=message, headers=bob)
+        stolen_get = await http.get("/mcp", headers=bob)
+        stolen_delete = await http.delete("/mcp", headers=bob)
+        own = await http.post("/mcp", json={**message, "id": 3}, headers=alice)
+    not_found = "Session not found: send initialize to start a new one"
+    assert stolen.status_code == 404
+    assert stolen.json()["error"] == {"code": -32600, "message": not_found}
+    assert stolen_get.status_code == 404
+    assert stolen_delete.status_code == 404
+    assert own.status_code == 200  # the DELETE by another principal ended nothing
+    assert ran == ["add_note"]

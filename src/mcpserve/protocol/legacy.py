@@ -71,18 +71,21 @@ class Session:
     Plain data, so any transport (or a store shared between processes) can hold it.
     """
 
-    __slots__ = ("client_capabilities", "client_info", "log_level", "resource_subscriptions",
-                 "version")  # fmt: skip
+    __slots__ = ("client_capabilities", "client_info", "log_level", "principal",
+                 "resource_subscriptions", "version")  # fmt: skip
 
     def __init__(
         self,
         version: str,
         client_capabilities: dict[str, Any],
         client_info: dict[str, Any] | None = None,
+        principal: str | None = None,
     ) -> None:
         self.version = version
         self.client_capabilities = client_capabilities
         self.client_info = client_info
+        #: Who started the session (an authenticated caller); only they may use it.
+        self.principal = principal
         #: Set by ``logging/setLevel``; clients that never set one still hear info and above.
         self.log_level: str | None = None
         self.resource_subscriptions: set[str] = set()
@@ -92,21 +95,26 @@ class Session:
 
     def agreed(self) -> dict[str, Any]:
         """What ``initialize`` settled, as JSON-able data (it never changes afterwards)."""
-        return {
+        agreed = {
             "version": self.version,
             "capabilities": self.client_capabilities,
             "clientInfo": self.client_info,
         }
+        if self.principal is not None:
+            agreed["principal"] = self.principal
+        return agreed
 
     @classmethod
     def from_agreed(cls, agreed: dict[str, Any]) -> Session:
         """The session :meth:`agreed` describes (its log level and subscriptions unset)."""
         capabilities = agreed.get("capabilities")
         info = agreed.get("clientInfo")
+        principal = agreed.get("principal")
         return cls(
             str(agreed["version"]),
             capabilities if isinstance(capabilities, dict) else {},
             info if isinstance(info, dict) else None,
+            principal if isinstance(principal, str) else None,
         )
 
     def state(self) -> tuple[str | None, frozenset[str]]:

@@ -235,7 +235,7 @@ class HTTPApp:
         if method != "POST":
             legacy = self.legacy
             if method in ("GET", "DELETE") and legacy is not None and _SESSION_HEADER in headers:
-                await legacy.stream(method, hh.decode_headers(raw), receive, send)
+                await legacy.stream(method, hh.decode_headers(raw), auth, receive, send)
             else:
                 await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return

@@ -135,7 +135,7 @@ class LegacyHTTP:
             await send_json(send, 400, error_response(readable_id(message), error))
             return
         if kind is Kind.REQUEST and message["method"] == "initialize":
-            await self._initialize(message, send)
+            await self._initialize(message, auth, send)
             return
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
@@ -148,7 +148,8 @@ class LegacyHTTP:
             unavailable = InternalError(_problem(exc))
             await send_json(send, 503, error_response(readable_id(message), unavailable))
             return
-        if session is None:
+        if session is None or session.session.principal != auth.principal:
+            # Another principal's session is as unknown as one that never existed.
             error = InvalidRequest("Session not found: send initialize to start a new one")
             await send_json(send, 404, error_response(readable_id(message), error))
             return
@@ -164,11 +165,12 @@ class LegacyHTTP:
                     "headers": [(b"content-length", b"0")]})  # fmt: skip
         await send({"type": "http.response.body", "body": b""})
 
-    async def _initialize(self, message: JSONDict, send: ASGISend) -> None:
+    async def _initialize(self, message: JSONDict, auth: Auth, send: ASGISend) -> None:
         started, response = self._legacy.initialize(message)
         if started is None:
             await send_json(send, 400, response)
             return
+        started.principal = auth.principal
         session = HTTPSession(started)
         try:
             await self.sessions.start(session)
@@ -251,7 +253,12 @@ class LegacyHTTP:
     # -- GET and DELETE ---------------------------------------------------------------------
 
     async def stream(
-        self, method: str, headers: Mapping[str, str], receive: Receive, send: ASGISend
+        self,
+        method: str,
+        headers: Mapping[str, str],
+        auth: Auth,
+        receive: Receive,
+        send: ASGISend,
     ) -> None:
         """A GET (the standalone stream, or a resumed one) or a DELETE of a session."""
         problem = _version_problem(headers)
@@ -260,6 +267,8 @@ class LegacyHTTP:
             return
         try:
             session = await self.sessions.find(headers.get(SESSION_HEADER, "").strip())
+            if session is not None and session.session.principal != auth.principal:
+                session = None
             if session is not None and method == "DELETE":
                 await self.sessions.end(session)
         except (StoreUnavailable, TooManySessions) as exc:
