@@ -11,6 +11,7 @@ authorization server are in ``test_auth_oidc.py``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ from starlette.routing import Mount
 from legacy_schema import initialize_message
 from mcpserve import Auth, Context, Server
 from mcpserve.auth import AccessToken, InvalidToken, ResourceServer, VerifierUnavailable
+from redis_server import RedisServer, redis_server
 from wire_helpers import Reply, asgi_client, call, mcp_headers, post, request
 
 RESOURCE = "http://127.0.0.1/mcp"
@@ -64,11 +66,11 @@ TOKENS = {
 TOKENS_AUTH = {name: Auth(t.principal, t.scopes, t.claims) for name, t in TOKENS.items()}
 
 
-def notes_server(**auth_options: Any) -> tuple[Server, list[str]]:
+def notes_server(redis_url: str | None = None, **auth_options: Any) -> tuple[Server, list[str]]:
     ran: list[str] = []
     options = {"scopes_supported": ["notes:read", "offline_access"], **auth_options}
     auth = ResourceServer(TableVerifier(TOKENS), **options)
-    server = Server("notes", auth=auth)
+    server = Server("notes", auth=auth, redis_url=redis_url)
 
     @server.tool
     def whoami(ctx: Context) -> dict[str, Any]:
@@ -642,4 +644,41 @@ async def test_a_handshake_era_session_belongs_to_the_principal_that_started_it(
     assert stolen_get.status_code == 404
     assert stolen_delete.status_code == 404
     assert own.status_code == 200  # the DELETE by another principal ended nothing
+    assert ran == ["add_note"]
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+async def test_a_shared_session_keeps_its_principal_on_another_instance(
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCPSERVE_REDIS_URL", raising=False)
+    first, _ = notes_server(redis.url)
+    second, ran = notes_server(redis.url)
+    legacy = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+              "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "add_note", "arguments": {"text": "x"}}}  # fmt: skip
+    apps = [first.http_app(), second.http_app()]
+    async with (
+        first.running(),
+        second.running(),
+        asgi_client(apps[0]) as one,
+        asgi_client(apps[1]) as two,
+    ):
+        started = await one.post("/mcp", json=initialize_message(),
+                                 headers={**legacy, "authorization": "Bearer writer"})  # fmt: skip
+        session = {"mcp-session-id": started.headers["mcp-session-id"]}
+        bob = {**legacy, **session, "authorization": "Bearer bob"}
+        alice = {**legacy, **session, "authorization": "Bearer writer"}
+        stolen = await two.post("/mcp", json=message, headers=bob)
+        own = await two.post("/mcp", json={**message, "id": 3}, headers=alice)
+        for app in apps:  # what the ASGI lifespan's shutdown does: closes the Redis client
+            await app.legacy.aclose()  # type: ignore[attr-defined]
+    assert stolen.status_code == 404
+    assert own.status_code == 200
     assert ran == ["add_note"]
