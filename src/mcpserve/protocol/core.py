@@ -36,6 +36,7 @@ request, and the response is the transport's to write.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -59,6 +60,7 @@ Send = Callable[[JSONDict], Awaitable[None]]
 #: where a question ends the attempt with ``input_required`` instead.
 AskClient = Callable[[JSONDict], Awaitable[JSONDict]]
 _SERVER_INFO = c.META_SERVER_INFO
+logger = logging.getLogger("mcpserve")
 
 
 class Auth(Record):
@@ -104,8 +106,8 @@ class Request:
 
     # A plain class, not a dataclass: generating dataclass methods at import costs a
     # noticeable share of a stdio server's cold start (~0.3 ms per class on Python 3.11).
-    __slots__ = ("ask", "auth", "handler", "id", "inline", "meta", "method", "params", "send",
-                 "session", "target")  # fmt: skip
+    __slots__ = ("ask", "auth", "handler", "http", "http_status", "id", "inline", "meta",
+                 "method", "params", "send", "session", "target")  # fmt: skip
 
     def __init__(
         self,
@@ -119,6 +121,7 @@ class Request:
         target: Any = None,
         session: Session | None = None,
         ask: AskClient | None = None,
+        http: Mapping[str, Any] | None = None,
     ) -> None:
         self.id = id
         self.method = method
@@ -133,8 +136,12 @@ class Request:
         #: The handshake-era session the request belongs to; None on the 2026-07-28 wire.
         self.session = session
         self.ask = ask
+        #: The ASGI scope of the HTTP request that carried it; None on other transports.
+        self.http = http
         #: Set by ``prepare``: the handler never waits, so it may run without a task.
         self.inline = False
+        #: The HTTP status an error the handler raised asked for (``MCPError.http_status``).
+        self.http_status: int | None = None
 
     def __repr__(self) -> str:
         return f"Request(id={self.id!r}, method={self.method!r})"
@@ -212,8 +219,13 @@ class Dispatcher(Generic[C]):
         versions: Sequence[str] = c.MODERN_VERSIONS,
         legacy_handlers: Mapping[str, Handler[C]] | None = None,
         legacy_versions: Sequence[str] = (),
+        notification_handlers: Mapping[str, Handler[C]] | None = None,
+        any_notification: Handler[C] | None = None,
     ) -> None:
         self.handlers = handlers
+        #: Client notifications by method; ``any_notification`` for the others (middleware).
+        self.notification_handlers = notification_handlers or {}
+        self.any_notification = any_notification
         self.legacy_handlers = legacy_handlers or {}
         self.versions = frozenset(versions)
         self.legacy_versions = frozenset(legacy_versions)
@@ -232,6 +244,7 @@ class Dispatcher(Generic[C]):
         checks: Checks | None = None,
         session: Session | None = None,
         ask: AskClient | None = None,
+        http: Mapping[str, Any] | None = None,
     ) -> Request:
         """A classified request, ready to execute; raises the :class:`MCPError` to answer."""
         method: str = message["method"]
@@ -261,7 +274,7 @@ class Dispatcher(Generic[C]):
                 raise InsufficientScope(needed, needed - auth.scopes)
         # Positional: this runs once per request, and keyword arguments cost more.
         request = Request(message["id"], method, params, meta, send, auth, handler, target,
-                          session, ask)  # fmt: skip
+                          session, ask, http)  # fmt: skip
         if checks is not None:
             checks.target(request)
         if handler.call_inline is not None:
@@ -355,10 +368,51 @@ class Dispatcher(Generic[C]):
 
     def failure(self, request: Request, exc: Exception) -> JSONDict:
         """The error response ``exc`` becomes (masked unless it is an :class:`MCPError`)."""
-        error = error_from_exception(exc).to_wire()
+        failure = error_from_exception(exc)
+        request.http_status = failure.http_status
+        error = failure.to_wire()
         if request.session is not None:
             error = legacy_error(request.method, error)
         return {"jsonrpc": "2.0", "id": request.id, "error": error}
+
+    # -- a notification from the client ---------------------------------------------------
+
+    def receives(self, method: str) -> bool:
+        """Whether a client notification of ``method`` runs anything here."""
+        return self.any_notification is not None or method in self.notification_handlers
+
+    async def notify(
+        self,
+        message: JSONDict,
+        *,
+        auth: Auth = ANONYMOUS,
+        session: Session | None = None,
+        http: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Run what handles one client notification. Nothing is answered, so a failure is
+        logged here (with a reference), never raised."""
+        method: str = message["method"]
+        handler = self.notification_handlers.get(method) or self.any_notification
+        if handler is None:
+            return
+        params = message.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        if session is not None:
+            meta = session.meta(params)
+        else:
+            try:
+                meta = read_meta(params)
+            except InvalidMeta:  # notifications need not carry the full _meta
+                meta = RequestMeta(c.LATEST_VERSION, {})
+        request = Request(None, method, params, meta, None, auth, handler, None, session,  # type: ignore[arg-type]
+                          None, http)  # fmt: skip
+        try:
+            await handler.call(self._context(request))
+        except MCPError as exc:  # e.g. a middleware refusing it: there is no one to tell
+            logger.warning("Notification %s refused: %s", method[:100], exc.message)
+        except Exception as exc:
+            error_from_exception(exc)  # logs it with a reference
 
     # -- both steps, for callers with no rules of their own ------------------------------
 
@@ -367,7 +421,11 @@ class Dispatcher(Generic[C]):
     ) -> JSONDict | None:
         """Answer one decoded 2026-07-28 message; ``None`` for notifications and responses."""
         try:
-            if classify(message) is not Kind.REQUEST:
+            kind = classify(message)
+            if kind is Kind.NOTIFICATION:
+                await self.notify(message, auth=auth)
+                return None
+            if kind is not Kind.REQUEST:
                 return None
             request = self.prepare(message, send=send, auth=auth)
         except MCPError as exc:

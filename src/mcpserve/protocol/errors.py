@@ -19,16 +19,35 @@ logger = logging.getLogger("mcpserve")
 
 
 class MCPError(Exception):
-    """A JSON-RPC error with its code, one-sentence message and optional ``data``."""
+    """A JSON-RPC error with its code, one-sentence message and optional ``data``.
+
+    Over HTTP, an error a handler raises is answered with the status its code calls for
+    (200 for most, ``docs/decisions.md``, "HTTP status of errors"); ``http_status`` (400-599)
+    chooses another where the spec leaves the choice, e.g. 404 for a resource that does not
+    exist or 429 when the caller must slow down. The codes whose status the spec fixes
+    (-32020, -32021, -32022: 400; -32601: 404) keep theirs.
+    """
 
     code: int = c.INTERNAL_ERROR
+    http_status: int | None = None
 
-    def __init__(self, message: str, *, data: Any = None, code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        data: Any = None,
+        code: int | None = None,
+        http_status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
         if code is not None:
             self.code = code
+        if http_status is not None:
+            if type(http_status) is not int or not 400 <= http_status <= 599:
+                raise ValueError("http_status must be an error status, 400 to 599")
+            self.http_status = http_status
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object."""
@@ -60,8 +79,8 @@ class InvalidParams(MCPError):
 class ResourceNotFound(InvalidParams):
     """No resource at this URI: -32602 with ``data.uri`` (never an empty ``contents``)."""
 
-    def __init__(self, uri: str) -> None:
-        super().__init__("Resource not found", data={"uri": uri})
+    def __init__(self, uri: str, *, http_status: int | None = None) -> None:
+        super().__init__("Resource not found", data={"uri": uri}, http_status=http_status)
 
 
 class InternalError(MCPError):

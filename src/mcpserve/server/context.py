@@ -20,7 +20,9 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
@@ -32,6 +34,7 @@ from .rounds import Rounds
 _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 
 if TYPE_CHECKING:
+    from .http_request import HTTPRequest
     from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
     from .runtime import Runtime
     from .task_runner import RunningTask
@@ -48,8 +51,16 @@ _PYTHON_LEVELS = {
 }
 
 
-class Context:
-    """What a handler may know about, and do for, the request it is serving."""
+#: What the server's lifespan yields: ``Context[AppState]`` types ``ctx.lifespan_state``.
+StateT = TypeVar("StateT", default=Any)
+
+
+class Context(Generic[StateT]):
+    """What a handler may know about, and do for, the request it is serving.
+
+    Annotate it as ``Context[AppState]`` to have ``ctx.lifespan_state`` typed as what your
+    lifespan yields (``Server[AppState]``); a plain ``Context`` leaves it ``Any``.
+    """
 
     __slots__ = (
         "_asked",
@@ -133,6 +144,17 @@ class Context:
         and ``checked`` (False when the server has no authentication)."""
         return self.request.auth
 
+    @property
+    def http(self) -> HTTPRequest | None:
+        """The HTTP request that carried this call (headers, client address, path, query),
+        or ``None`` over stdio and in memory."""
+        scope = self.request.http
+        if scope is None:
+            return None
+        from .http_request import HTTPRequest
+
+        return HTTPRequest.from_scope(scope)
+
     def has_scope(self, *scopes: str) -> bool:
         """True when the caller may act with every scope named: it was granted them, or the
         server has no authentication (stdio, open HTTP), where scopes restrict nothing."""
@@ -156,9 +178,11 @@ class Context:
         return not missing_capabilities(capabilities, self.client_capabilities)
 
     @property
-    def lifespan_state(self) -> Any:
-        """Whatever the server's lifespan yielded (``None`` without a lifespan)."""
-        return self.runtime.lifespan_state
+    def lifespan_state(self) -> StateT:
+        """Whatever the server's lifespan yielded (``None`` without a lifespan, or while
+        the server is not running it)."""
+        state: StateT = self.runtime.lifespan_state
+        return state
 
     # -- cancellation ----------------------------------------------------------------------
 
@@ -232,6 +256,14 @@ class Context:
         """The raw ``inputResponses`` of this retry (empty on a first attempt)."""
         responses = self.request.params.get("inputResponses")
         return responses if isinstance(responses, dict) else {}
+
+    @property
+    def raw_request_state(self) -> str | None:
+        """The ``requestState`` string the client echoed, unverified and as sent (``None``
+        when there is none). For handlers that protect state of their own: what mcpserve
+        seals is read through :attr:`state` and :attr:`request_state`, which verify it."""
+        state = self.request.params.get("requestState")
+        return state if isinstance(state, str) else None
 
     @property
     def state(self) -> dict[str, Any]:
@@ -329,6 +361,20 @@ class Context:
         if message is not None:
             params["message"] = message
         await send(notification("notifications/progress", params))
+        return True
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Send a JSON-RPC notification of your own (``"vendor/thing"``) on this request's
+        stream: the response's SSE stream over HTTP, stdout over stdio, in the handshake era
+        the stream of the request in its session. Returns False, sending nothing, when
+        nothing can carry it (the client does not accept SSE) or the request was cancelled.
+        :meth:`progress` and :meth:`log` are the typed shortcuts for the protocol's own."""
+        if type(method) is not str or not method:
+            raise ValueError("a notification needs a method name")
+        send = self.request.send
+        if send is None or self.cancelled:
+            return False
+        await send(notification(method, params or {}))
         return True
 
     async def start_task(self, message: str | None = None) -> bool:

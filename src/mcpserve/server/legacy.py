@@ -117,7 +117,7 @@ class Legacy:
 
     def _subscribe(self, ctx: Context) -> JSONDict:
         method = ctx.request.method
-        if not self.registry.resources and not self.registry.templates:
+        if not self.registry.offers_resources:
             raise MethodNotFound(f"Method not found: {method}")
         uri = ctx.request.params.get("uri")
         if type(uri) is not str:

@@ -91,12 +91,14 @@ def method_table(
 ) -> MethodTable:
     """The handlers of the 2026-07-28 methods, reading ``registry`` on every request."""
 
-    def list_page(kind: Any, key: str, ctx: Context) -> Result:
+    def list_page(kind: Any, key: str, ctx: Context, more: list[Any] | None = None) -> Result:
         auth = ctx.request.auth
         # A checked caller sees only what its scopes let it use (docs/decisions.md, "Lists
         # and scopes"); such a list is the caller's own, so no shared cache may keep it.
         personal = auth.checked and registry.scoped(kind)
         entries = registry.entries(kind, auth.scopes if personal else None)
+        if more:
+            entries = [*entries, *more]
         page, next_cursor = paginate(entries, ctx.request.params.get("cursor"), settings.page_size)
         result: Result = {key: page}
         if next_cursor is not None:
@@ -146,12 +148,21 @@ def method_table(
     # -- resources -----------------------------------------------------------------------
 
     def require_resources() -> None:
-        if not registry.resources and not registry.templates:
+        if not registry.offers_resources:
             raise MethodNotFound("Method not found: resources")
 
-    def resources_list(ctx: Context) -> Result:
+    def resources_list(ctx: Context) -> Result | Awaitable[Result]:
         require_resources()
-        return list_page("resources", "resources", ctx)
+        lister = registry.resource_lister
+        if lister is None:
+            return list_page("resources", "resources", ctx)
+        listed = lister.run_inline({}, ctx) if lister.synchronous else lister.run({}, ctx)
+
+        def page(result: Result) -> Result:
+            return list_page("resources", "resources", ctx, result["resources"])
+
+        paged: Result | Awaitable[Result] = _then(listed, page)
+        return paged
 
     def templates_list(ctx: Context) -> Result:
         require_resources()

@@ -144,6 +144,29 @@ class Registering:
         return self.registry.remove_resource(uri_or_template)
 
     @overload
+    def resource_lister(self, fn: F, /) -> F: ...
+    @overload
+    def resource_lister(
+        self, fn: None = None, /, *, blocking: bool | None = None
+    ) -> Callable[[F], F]: ...
+    def resource_lister(
+        self, fn: F | None = None, /, *, blocking: bool | None = None
+    ) -> F | Callable[[F], F]:
+        """List more resources on each ``resources/list``, after the registered ones: the
+        function returns their entries (see :mod:`mcpserve.server.resource_lister`). One per
+        server; registering another replaces it."""
+
+        def register(fn: F) -> F:
+            from .resource_lister import ResourceLister
+
+            self.registry.set_resource_lister(
+                ResourceLister(fn, pool=self.thread_pool, blocking=blocking)
+            )
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    @overload
     def prompt(self, fn: F, /) -> Prompt: ...
     @overload
     def prompt(self, fn: None = None, /, **options: Unpack[Options]) -> Callable[[F], Prompt]: ...

@@ -17,6 +17,7 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .completions import Completer
     from .prompts import Prompt
+    from .resource_lister import ResourceLister
 
 T = TypeVar("T")
 ListKind = Literal["tools", "resources", "prompts"]
@@ -30,6 +31,8 @@ class Registry:
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
         self.completers: dict[CompletionKey, Completer] = {}
+        #: Lists more resources on each resources/list (``@server.resource_lister``).
+        self.resource_lister: ResourceLister | None = None
         self.version = 0
         self._listeners: list[Callable[[ListKind], None]] = []
         #: Per list: (registry version, every entry, (scopes, entry) pairs when any is scoped).
@@ -67,6 +70,14 @@ class Registry:
             _check_new(self.templates, key, "resource template", replace)
             self.templates[key] = resource
         self._changed("resources")
+
+    def set_resource_lister(self, lister: ResourceLister | None) -> None:
+        self.resource_lister = lister
+        self._changed("resources")
+
+    @property
+    def offers_resources(self) -> bool:
+        return bool(self.resources or self.templates or self.resource_lister)
 
     def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
         removed: Resource | ResourceTemplate

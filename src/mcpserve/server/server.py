@@ -26,7 +26,9 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
     from ..protocol.request_state import StateSealer
+    from .notifications import NotificationHandler
     from .task_runner import Tasks
     from .tasks import TaskStore
 
@@ -57,7 +60,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
 #: Where the task store is named when ``task_store`` is not given.
 TASK_STORE_ENV = "MCPSERVE_TASK_STORE"
-Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+#: What the lifespan yields, typed: ``Server[AppState]`` and ``Context[AppState]``.
+StateT = TypeVar("StateT", default=Any)
+Lifespan = Callable[["Server[StateT]"], AbstractAsyncContextManager[StateT]]
 #: The ASGI callable ``http_app`` returns (scope, receive, send).
 ASGIApp = Callable[[Any, Any, Any], Any]
 
@@ -70,13 +75,17 @@ _SERVING = {
 }
 
 
+def _nothing(ctx: Context) -> JSONDict:
+    return {}  # a notification nothing handles, after the middleware saw it
+
+
 def _serving(name: str) -> Callable[..., Any]:
     module, _, attribute = _SERVING[name].partition(":")
     entry: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
     return entry
 
 
-class Server(Registering):
+class Server(Registering, Generic[StateT]):
     """An MCP server: what it offers, and how it answers.
 
     The server is where the parts meet: the registry (what is offered), the settings (what
@@ -97,7 +106,7 @@ class Server(Registering):
         cache: CachePolicy | None = None,
         page_size: int | None = None,
         client_logging: bool = False,
-        lifespan: Lifespan | None = None,
+        lifespan: Lifespan[StateT] | None = None,
         max_threads: int | None = None,
         server_info_in_results: bool = True,
         extensions: dict[str, dict[str, Any]] | None = None,
@@ -161,6 +170,7 @@ class Server(Registering):
         self._pool = None
         self._middleware: list[Middleware] = []
         self._custom: dict[str, CustomMethod] = {}
+        self._notifications: dict[str, NotificationHandler] = {}
         self._dispatcher: Dispatcher[Context] | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._running = 0
@@ -210,8 +220,25 @@ class Server(Registering):
 
         return register
 
+    def notification(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
+        """Run a function for each client notification ``name`` (both eras; see
+        :mod:`mcpserve.server.notifications`)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("a notification handler needs the notification's method name")
+
+        def register(fn: F) -> F:
+            from .notifications import NotificationHandler
+
+            self._notifications[name] = NotificationHandler(name, fn, pool=self.thread_pool,
+                                                            blocking=blocking)  # fmt: skip
+            self._dispatcher = None
+            return fn
+
+        return register
+
     def middleware(self, fn: Middleware) -> Middleware:
-        """Wrap every request; see :mod:`mcpserve.server.middleware`."""
+        """Wrap every request and client notification, of both eras; see
+        :mod:`mcpserve.server.middleware`."""
         self._middleware.append(fn)
         self._dispatcher = None
         return fn
@@ -232,21 +259,34 @@ class Server(Registering):
             table: MethodTable = method_table(self.registry, self.settings, self.subscriptions,
                                               supported, self._tasks)  # fmt: skip
             table.update({name: Handler(custom.answer) for name, custom in self._custom.items()})
+            legacy = self.legacy.handlers(table) if self.legacy is not None else None
+            notifications = {name: Handler(handler.receive)
+                             for name, handler in self._notifications.items()}  # fmt: skip
+            any_notification = None
             if self._middleware:
                 # Middleware may await anything: no handler runs inline under it.
-                table = {
-                    name: Handler(compose(self._middleware, handler.call), resolve=handler.resolve)
-                    for name, handler in table.items()
-                }
+                table = self._wrapped(table)
+                legacy = self._wrapped(legacy) if legacy is not None else None
+                notifications = self._wrapped(notifications)
+                any_notification = self._wrapped({"": Handler(call_inline=_nothing)})[""]
             self._dispatcher = Dispatcher(
                 table,
                 context=functools.partial(Context, runtime=self.runtime),
                 server_info=self.info if self._server_info_in_results else None,
                 versions=c.MODERN_VERSIONS,
-                legacy_handlers=self.legacy.handlers(table) if self.legacy is not None else None,
+                legacy_handlers=legacy,
                 legacy_versions=legacy_versions,
+                notification_handlers=notifications,
+                any_notification=any_notification,
             )
         return self._dispatcher
+
+    def _wrapped(self, table: dict[str, Handler[Context]]) -> dict[str, Handler[Context]]:
+        """Each handler of ``table`` inside the middleware chain."""
+        chain = self._middleware
+        return {name: Handler(compose(chain, handler.call), resolve=handler.resolve,
+                              scopes=handler.scopes)
+                for name, handler in table.items()}  # fmt: skip
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
@@ -259,9 +299,10 @@ class Server(Registering):
         return await self.dispatcher.handle(message, send=send, auth=auth)
 
     @property
-    def lifespan_state(self) -> Any:
+    def lifespan_state(self) -> StateT:
         """Whatever the lifespan yielded, while the server runs (``None`` otherwise)."""
-        return self.runtime.lifespan_state
+        state: StateT = self.runtime.lifespan_state
+        return state
 
     @property
     def state_sealer(self) -> StateSealer:
@@ -279,7 +320,7 @@ class Server(Registering):
     # -- running -----------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[Server]:
+    async def running(self) -> AsyncIterator[Server[StateT]]:
         """Run the lifespan (once, however many transports nest) around serving."""
         if self._running == 0:
             stack = AsyncExitStack()
@@ -313,6 +354,11 @@ class Server(Registering):
         if isinstance(chosen, str):
             return task_store_from_url(chosen, namespace=self.name)
         return chosen
+
+    @property
+    def running_count(self) -> int:
+        """How many :meth:`running` blocks are open (0: the lifespan is not running)."""
+        return self._running
 
     async def _end_tasks(self) -> None:
         if self._tasks is not None:

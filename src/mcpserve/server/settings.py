@@ -49,7 +49,7 @@ def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
     # listChanged and subscribe are always true for the features that exist.
     if registry.tools:
         offered["tools"] = {"listChanged": True}
-    if registry.resources or registry.templates:
+    if registry.offers_resources:
         offered["resources"] = {"subscribe": True, "listChanged": True}
     if registry.prompts:
         offered["prompts"] = {"listChanged": True}

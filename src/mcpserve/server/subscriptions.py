@@ -247,7 +247,7 @@ class Subscriptions:
         offered = {
             "toolsListChanged": bool(registry.tools),
             "promptsListChanged": bool(registry.prompts),
-            "resourcesListChanged": bool(registry.resources or registry.templates),
+            "resourcesListChanged": registry.offers_resources,
         }
         honoured: dict[str, Any] = {
             key: True for key, available in offered.items() if available and requested.get(key)

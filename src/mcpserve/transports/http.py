@@ -53,6 +53,7 @@ simply finishes.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -116,6 +117,7 @@ class HTTPApp:
         keepalive_seconds: float = 15.0,
         authenticate: Authenticate | None = None,
         resource_server: ResourceServer | None = None,
+        routes: Mapping[str, Callable[..., Awaitable[None]]] | None = None,
         max_sessions: int = 1000,
         session_idle_seconds: float = 1800.0,
         max_requests_per_session: int = 64,
@@ -126,11 +128,18 @@ class HTTPApp:
         self.authenticate = authenticate
         self.resource_server = resource_server
         self._metadata_paths = resource_server.metadata_paths if resource_server else frozenset()
+        #: Paths of your own (a health check, a page), each an ASGI app, answered before any
+        #: of the endpoint's checks.
+        self.routes = dict(routes or {})
         self.path = "/" + path.strip("/")
         self.max_body_bytes = max_body_bytes
         self.origin_policy = origin_policy or OriginPolicy.build()
         self.keepalive_seconds = keepalive_seconds
         self._lifespan_context: Any = None
+        #: The server has a lifespan no one has run yet (docs/decisions.md, "A lifespan
+        #: the host never ran"); checked on each request until it has run.
+        self._lifespan_pending = server.lifespan is not None
+        self._late_start: asyncio.Future[None] | None = None
         self._accepted_hosts: set[bytes | None] = set()
         #: The handshake era's side of this app (None when the server has none).
         self.legacy = (
@@ -162,6 +171,7 @@ class HTTPApp:
                 if not self.server.runtime.state_keys_shared:
                     logger.warning(_PER_PROCESS_KEY)
                 try:
+                    self._lifespan_pending = False
                     self._lifespan_context = self.server.running()
                     await self._lifespan_context.__aenter__()
                 except Exception as exc:
@@ -186,6 +196,8 @@ class HTTPApp:
             await self._other(scope, receive, send)
             return
         # One HTTP request. (Written out here rather than in a helper: one coroutine less.)
+        if self._lifespan_pending:
+            await self._late_lifespan()
         path = scope["path"]
         root = scope.get("root_path", "")
         if root and path.startswith(root):
@@ -193,6 +205,10 @@ class HTTPApp:
         if path != self.path and path.rstrip("/") != self.path:
             if scope["path"] in self._metadata_paths:
                 await self._metadata(scope["method"], send)
+                return
+            route = self.routes.get(path)
+            if route is not None:
+                await route(scope, receive, send)
                 return
             await send_plain(send, 404, b"Not Found")
             return
@@ -262,7 +278,8 @@ class HTTPApp:
             await send_json(send, 400, error_response(readable_id(message), exc))
             return
         if self.legacy is not None and self.legacy.claims(message, kind, headers):
-            await self.legacy.post(message, kind, hh.decode_headers(raw), auth, receive, send)
+            await self.legacy.post(message, kind, hh.decode_headers(raw), auth, receive, send,
+                                   http=scope)  # fmt: skip
             return
         if kind is Kind.NOTIFICATION:
             try:
@@ -270,13 +287,38 @@ class HTTPApp:
             except MCPError as exc:
                 await send_json(send, 400, error_response(None, exc))
                 return
+            dispatcher = self.server.dispatcher
+            if dispatcher.receives(message["method"]):
+                await dispatcher.notify(message, auth=auth, http=scope)
             await send_plain(send, 202, b"")
             return
         if kind is Kind.RESPONSE:
             error = InvalidRequest("Invalid request: this endpoint accepts no JSON-RPC responses")
             await send_json(send, 400, error_response(readable_id(message), error))
             return
-        await self._request(message, headers, raw, auth, receive, send)
+        await self._request(message, scope, headers, auth, receive, send)
+
+    async def _late_lifespan(self) -> None:
+        """Run the server's lifespan at the first request when the host never sent the ASGI
+        lifespan events (Starlette's and FastAPI's ``Mount`` do not forward them), so that
+        ``ctx.lifespan_state`` is what the lifespan yields rather than a silent ``None``.
+        Requests arriving while it starts wait for it."""
+        if self._late_start is None:
+            self._late_start = asyncio.ensure_future(self._start_late())
+        await asyncio.shield(self._late_start)
+        self._lifespan_pending = False
+
+    async def _start_late(self) -> None:
+        if self.server.running_count:  # the host entered server.running() itself
+            return
+        logger.warning(
+            "Server %r: the ASGI host did not run this app's lifespan (a Starlette or FastAPI "
+            "Mount does not forward it), so it starts now, at the first request, and will not "
+            "be shut down cleanly. Enter it in the host's lifespan: async with server.running()",
+            self.server.name,
+        )
+        self._lifespan_context = self.server.running()
+        await self._lifespan_context.__aenter__()
 
     def challenge(self, error: JSONDict) -> list[tuple[bytes, bytes]]:
         """The ``WWW-Authenticate`` step-up challenge of a 403 for missing scopes."""
@@ -306,16 +348,17 @@ class HTTPApp:
     async def _request(
         self,
         message: JSONDict,
+        scope: Scope,
         headers: dict[bytes, bytes],
-        raw: list[tuple[bytes, bytes]],
         auth: Auth,
         receive: Receive,
         send: ASGISend,
     ) -> None:
         """A request, after the checks every POST gets: the dispatcher's two steps."""
         dispatcher = self.server.dispatcher
+        checks = hh.HeaderChecks(headers, scope["headers"])
         try:
-            request = dispatcher.prepare(message, auth=auth, checks=hh.HeaderChecks(headers, raw))
+            request = dispatcher.prepare(message, auth=auth, checks=checks, http=scope)
         except MCPError as exc:
             if exc.code == c.INSUFFICIENT_SCOPE:
                 await send_answer(send, error_response(message["id"], exc), self.challenge)
@@ -334,7 +377,7 @@ class HTTPApp:
             # it: answer with JSON directly, without a stream or a disconnect watcher.
             answer = dispatcher.execute_inline(request)
             response = answer if isinstance(answer, dict) else await answer
-            await send_answer(send, response, self.challenge)
+            await send_answer(send, response, self.challenge, request.http_status)
             return
         stream = ResponseStream(send, accepts_sse(_text(headers.get(b"accept"))),
                                 self.keepalive_seconds, self.challenge)  # fmt: skip
@@ -343,6 +386,6 @@ class HTTPApp:
         try:
             outcome = await cancel_on_disconnect(dispatcher.execute(request), receive, request.id)
             if outcome is not None:
-                await stream.finish(outcome)
+                await stream.finish(outcome, request.http_status)
         finally:
             stream.close()

@@ -128,6 +128,8 @@ class LegacyHTTP:
         auth: Auth,
         receive: Receive,
         send: ASGISend,
+        *,
+        http: Mapping[str, Any] | None = None,
     ) -> None:
         problem = _version_problem(headers)
         if problem is not None:
@@ -154,13 +156,17 @@ class LegacyHTTP:
             await send_json(send, 404, error_response(readable_id(message), error))
             return
         if kind is Kind.REQUEST:
-            await self._request(message, session, auth, receive, send)
+            await self._request(message, session, auth, receive, send, http)
             return
         if kind is Kind.RESPONSE:
             await self.sessions.answer(session, message)
-        elif message["method"] == "notifications/cancelled":
-            params = message.get("params")
-            await self.sessions.cancel(session, _request_id(params))
+        else:
+            if message["method"] == "notifications/cancelled":
+                params = message.get("params")
+                await self.sessions.cancel(session, _request_id(params))
+            dispatcher = self.server.dispatcher
+            if dispatcher.receives(message["method"]):
+                await dispatcher.notify(message, auth=auth, session=session.session, http=http)
         await send({"type": "http.response.start", "status": 202,
                     "headers": [(b"content-length", b"0")]})  # fmt: skip
         await send({"type": "http.response.body", "body": b""})
@@ -187,6 +193,7 @@ class LegacyHTTP:
         auth: Auth,
         receive: Receive,
         send: ASGISend,
+        http: Mapping[str, Any] | None = None,
     ) -> None:
         request_id = message["id"]
         if request_id in session.tasks:
@@ -199,7 +206,7 @@ class LegacyHTTP:
             await send_json(send, 429, error_response(request_id, error))
             return
         stream = session.new_stream()
-        task = asyncio.create_task(self._run(message, session, stream, auth))
+        task = asyncio.create_task(self._run(message, session, stream, auth, http))
         session.tasks[request_id] = task
 
         def done(_: asyncio.Task[None]) -> None:
@@ -222,7 +229,12 @@ class LegacyHTTP:
         await _pump(session, stream, None, self.keepalive_seconds, receive, send)
 
     async def _run(
-        self, message: JSONDict, session: HTTPSession, stream: EventStream, auth: Auth
+        self,
+        message: JSONDict,
+        session: HTTPSession,
+        stream: EventStream,
+        auth: Auth,
+        http: Mapping[str, Any] | None,
     ) -> None:
         """One request, in its own task: the dispatcher's two steps, answered on ``stream``."""
         dispatcher = self.server.dispatcher
@@ -232,7 +244,8 @@ class LegacyHTTP:
         try:
             try:
                 request = dispatcher.prepare(message, send=sink, auth=auth,
-                                             session=session.session, ask=ask)  # fmt: skip
+                                             session=session.session, ask=ask,
+                                             http=http)  # fmt: skip
                 if request.inline:
                     answer = dispatcher.execute_inline(request)
                     response = answer if isinstance(answer, dict) else await answer

@@ -93,10 +93,10 @@ class ResponseStream:
             self._keepalive.cancel()
             self._keepalive = None
 
-    async def finish(self, response: JSONDict) -> None:
+    async def finish(self, response: JSONDict, status: int | None = None) -> None:
         self.close()
         if not self._started:
-            await send_answer(self._send, response, self._challenge)
+            await send_answer(self._send, response, self._challenge, status)
             return
         async with self.lock:
             await self._send({"type": "http.response.body", "body": sse_event(response)})
@@ -215,14 +215,25 @@ async def send_json(
     await send({"type": "http.response.body", "body": body})
 
 
-async def send_answer(send: ASGISend, response: JSONDict, challenge: Challenge | None) -> None:
-    """A JSON-RPC response as JSON, with the HTTP status its error calls for (and, for a
-    403, the challenge saying which scopes to obtain)."""
+#: Codes whose HTTP status the spec fixes: a handler's ``http_status`` does not change them.
+_FIXED_STATUS = frozenset({*BAD_REQUEST_CODES, c.METHOD_NOT_FOUND, c.INSUFFICIENT_SCOPE})
+
+
+async def send_answer(
+    send: ASGISend,
+    response: JSONDict,
+    challenge: Challenge | None,
+    chosen: int | None = None,
+) -> None:
+    """A JSON-RPC response as JSON, with the HTTP status its error calls for, or the one the
+    handler chose (``chosen``) where the spec leaves the choice; a 403 carries the challenge
+    saying which scopes to obtain."""
     error = response.get("error")
     if error is None:
         await send_json(send, 200, response)
         return
-    status = status_for(error["code"])
+    code = error["code"]
+    status = chosen if chosen is not None and code not in _FIXED_STATUS else status_for(code)
     extra = challenge(error) if status == 403 and challenge is not None else None
     await send_json(send, status, response, extra)
 

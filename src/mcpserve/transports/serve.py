@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ def build_http_app(
     keepalive_seconds: float = 15.0,
     authenticate: Authenticate | None = None,
     auth: Any = None,
+    routes: Mapping[str, Any] | None = None,
     max_sessions: int = 1000,
     session_idle_seconds: float = 1800.0,
     max_requests_per_session: int = 64,
@@ -58,6 +60,7 @@ def build_http_app(
         keepalive_seconds=keepalive_seconds,
         authenticate=authenticate,
         resource_server=resource_server,
+        routes=routes,
         max_sessions=max_sessions,
         session_idle_seconds=session_idle_seconds,
         max_requests_per_session=max_requests_per_session,

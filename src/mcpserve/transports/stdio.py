@@ -72,6 +72,8 @@ class StdioSession:
         self.server = server
         self._write = write
         self.inflight: dict[RequestId, asyncio.Task[None]] = {}
+        #: Client notifications being handled (``@server.notification``, middleware).
+        self.notifying: set[asyncio.Task[None]] = set()
         #: The handshake era's side of this connection (None when the server has none).
         self.legacy = (
             StdioLegacy(server.legacy, server.subscriptions, self.send)
@@ -117,6 +119,11 @@ class StdioSession:
                 return  # answered by the handshake era itself
         if kind is Kind.NOTIFICATION:
             self._notification(message)
+            dispatcher = self.server.dispatcher
+            if dispatcher.receives(message["method"]):
+                handling = asyncio.create_task(dispatcher.notify(message, session=session))
+                self.notifying.add(handling)  # held until done: the loop keeps weak references
+                handling.add_done_callback(self.notifying.discard)
             return
         if kind is Kind.RESPONSE:
             return  # an answer to nothing we asked: ignored
