@@ -43,6 +43,7 @@ from .server.tools import ToolResult as ToolResult
 if typing.TYPE_CHECKING:
     from .client.client import Client as Client
     from .server.completions import Completion as Completion
+    from .server.http_request import HTTPRequest as HTTPRequest
     from .server.input_requests import Elicit as Elicit
     from .server.input_requests import ElicitResult as ElicitResult
     from .server.input_requests import ListRoots as ListRoots
@@ -74,6 +75,7 @@ _LAZY = {
     "Client": "client.client",
     "Completion": "server.completions",
     "EmbeddedResource": "server.media",
+    "HTTPRequest": "server.http_request",
     "Elicit": "server.input_requests",
     "ElicitResult": "server.input_requests",
     "Image": "server.media",
@@ -119,6 +121,7 @@ __all__ = [
     "Elicit",
     "ElicitResult",
     "EmbeddedResource",
+    "HTTPRequest",
     "Header",
     "Image",
     "InputRequired",
