@@ -383,7 +383,7 @@ async def test_notification_handlers_run_in_a_handshake_era_http_session() -> No
     assert events == [("roots", "2025-11-25")]
 
 
-async def test_middleware_sees_notifications_and_handshake_era_requests() -> None:
+async def test_middleware_sees_notifications_initialize_and_handshake_era_requests() -> None:
     events: list[Any] = []
     server = listening_server(events)
     seen: list[tuple[str, Any]] = []
@@ -395,9 +395,11 @@ async def test_middleware_sees_notifications_and_handshake_era_requests() -> Non
 
     async with stdio(server) as wire:
         wire.send(notification("vendor/unhandled"))
+        await eventually(seen, 1)  # a notification is handled in a task of its own
         wire.send(initialize_message(1))
         await wire.next()
         wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await eventually(seen, 3)
         wire.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         assert (await wire.next())["result"] == {}
         wire.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -405,6 +407,7 @@ async def test_middleware_sees_notifications_and_handshake_era_requests() -> Non
         await wire.next()
     assert seen == [
         ("vendor/unhandled", None),
+        ("initialize", 1),
         ("notifications/initialized", None),
         ("ping", 2),
         ("tools/call", 3),
@@ -566,3 +569,33 @@ def test_the_lifespan_state_is_typed_for_mypy(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def test_middleware_sees_an_http_initialize_and_may_refuse_it() -> None:
+    server = Server("guarded")
+    seen: list[tuple[str, str]] = []
+
+    @server.middleware
+    async def only_known_clients(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        seen.append((ctx.method, ctx.protocol_version))
+        if ctx.method == "initialize" and ctx.request.params["clientInfo"]["name"] == "banned":
+            raise MCPError("This client is not welcome", code=-32600)
+        return await call_next()
+
+    @server.tool
+    def noop() -> str:
+        return "ok"
+
+    legacy = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    banned = initialize_message()
+    banned["params"]["clientInfo"] = {"name": "banned", "version": "1"}
+    async with asgi_client(server.http_app()) as http:
+        started = await http.post("/mcp", json=initialize_message(), headers=legacy)
+        refused = await http.post("/mcp", json=banned, headers=legacy)
+    assert started.status_code == 200
+    assert started.json()["result"]["protocolVersion"] == "2025-11-25"
+    assert "mcp-session-id" in started.headers
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {"code": -32600, "message": "This client is not welcome"}
+    assert "mcp-session-id" not in refused.headers
+    assert seen == [("initialize", "2025-11-25"), ("initialize", "2025-11-25")]

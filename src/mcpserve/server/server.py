@@ -24,15 +24,18 @@ import functools
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
-from ..protocol.jsonrpc import JSONDict
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request, Send
+from ..protocol.errors import InvalidRequest, MCPError, error_from_exception
+from ..protocol.jsonrpc import JSONDict, error_response
+from ..protocol.legacy import Session
+from ..protocol.meta import RequestMeta
 from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url, resource_updated
 from .context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
@@ -280,6 +283,45 @@ class Server(Registering, Generic[StateT]):
                 any_notification=any_notification,
             )
         return self._dispatcher
+
+    async def legacy_initialize(
+        self,
+        message: JSONDict,
+        auth: Auth = ANONYMOUS,
+        http: Mapping[str, Any] | None = None,
+    ) -> tuple[Session | None, JSONDict]:
+        """A handshake-era ``initialize``: the new session (None when refused) and the
+        response, through the middleware when there is any, as every other message."""
+        assert self.legacy is not None
+        legacy = self.legacy
+        if not self._middleware:
+            return legacy.initialize(message)
+        outcome: list[tuple[Session | None, JSONDict]] = []
+
+        async def initialize(ctx: Context) -> JSONDict:
+            outcome.append(legacy.initialize(message))
+            response = outcome[-1][1]
+            if "error" in response:
+                error = response["error"]
+                raise MCPError(error["message"], code=error["code"], data=error.get("data"))
+            result: JSONDict = response["result"]
+            return result
+
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        version = params.get("protocolVersion")
+        capabilities = params.get("capabilities")
+        meta = RequestMeta(version if isinstance(version, str) else "",
+                           capabilities if isinstance(capabilities, dict) else {})  # fmt: skip
+        request = Request(message["id"], "initialize", params, meta, auth=auth, http=http)
+        try:
+            result = await compose(self._middleware, initialize)(Context(request, self.runtime))
+        except Exception as exc:
+            return None, error_response(message["id"], error_from_exception(exc))
+        if not outcome or outcome[-1][0] is None:
+            refusal = InvalidRequest("Invalid request: the middleware did not start the session")
+            return None, error_response(message["id"], refusal)
+        return outcome[-1][0], {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
     def _wrapped(self, table: dict[str, Handler[Context]]) -> dict[str, Handler[Context]]:
         """Each handler of ``table`` inside the middleware chain."""

@@ -137,7 +137,7 @@ class LegacyHTTP:
             await send_json(send, 400, error_response(readable_id(message), error))
             return
         if kind is Kind.REQUEST and message["method"] == "initialize":
-            await self._initialize(message, auth, send)
+            await self._initialize(message, auth, send, http)
             return
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
@@ -171,8 +171,10 @@ class LegacyHTTP:
                     "headers": [(b"content-length", b"0")]})  # fmt: skip
         await send({"type": "http.response.body", "body": b""})
 
-    async def _initialize(self, message: JSONDict, auth: Auth, send: ASGISend) -> None:
-        started, response = self._legacy.initialize(message)
+    async def _initialize(
+        self, message: JSONDict, auth: Auth, send: ASGISend, http: Mapping[str, Any] | None
+    ) -> None:
+        started, response = await self.server.legacy_initialize(message, auth, http)
         if started is None:
             await send_json(send, 400, response)
             return

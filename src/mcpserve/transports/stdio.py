@@ -76,7 +76,7 @@ class StdioSession:
         self.notifying: set[asyncio.Task[None]] = set()
         #: The handshake era's side of this connection (None when the server has none).
         self.legacy = (
-            StdioLegacy(server.legacy, server.subscriptions, self.send)
+            StdioLegacy(server.legacy, server.subscriptions, self.send, server.legacy_initialize)
             if server.legacy is not None
             else None
         )
@@ -96,7 +96,16 @@ class StdioSession:
             self.send(error_response(None, exc))
             return
         try:
-            self._receive(message)
+            if (
+                self.legacy is not None
+                and isinstance(message, dict)
+                and message.get("method") == "initialize"
+                and classify(message) is Kind.REQUEST
+                and self.legacy.claims(message)
+            ):
+                await self.legacy.initialize(message)  # awaited: it may pass through middleware
+            else:
+                self._receive(message)
         except MCPError as exc:
             self.send(error_response(readable_id(message), exc))
         except Exception:  # a bug of ours: logged, and this message answered; serving goes on

@@ -18,7 +18,7 @@ Changes on the subscription bus reach the session as its notifications, on stdou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..protocol.jsonrpc import JSONDict, Kind
@@ -35,9 +35,14 @@ class StdioLegacy:
     """The handshake-era side of one stdio connection."""
 
     def __init__(
-        self, legacy: Legacy, subscriptions: Subscriptions, send: Callable[[JSONDict], None]
+        self,
+        legacy: Legacy,
+        subscriptions: Subscriptions,
+        send: Callable[[JSONDict], None],
+        initialize: Callable[[JSONDict], Awaitable[tuple[Session | None, JSONDict]]],
     ) -> None:
         self._legacy = legacy
+        self._initialize = initialize
         self._subscriptions = subscriptions
         self._send = send
         self.session: Session | None = None
@@ -57,19 +62,20 @@ class StdioLegacy:
         if kind is Kind.RESPONSE:
             self._outgoing.receive(message)
             return None
-        if kind is Kind.REQUEST and message["method"] == "initialize":
-            session, response = self._legacy.initialize(message)
-            if session is not None:
-                self.end()
-                self.session = session
-                self._outgoing = OutgoingRequests()
-                self._subscriptions.sinks.add(self._on_event)
-            self._send(response)
-            return None
         if self.session is None:  # a ping before initialize
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
             return None
         return self.session
+
+    async def initialize(self, message: JSONDict) -> None:
+        """Start the session (a second ``initialize`` starts a new one), or refuse it."""
+        session, response = await self._initialize(message)
+        if session is not None:
+            self.end()
+            self.session = session
+            self._outgoing = OutgoingRequests()
+            self._subscriptions.sinks.add(self._on_event)
+        self._send(response)
 
     async def ask(self, request: JSONDict) -> JSONDict:
         """A question to the client, as a request on stdout; its answer comes on stdin."""
