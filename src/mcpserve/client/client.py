@@ -11,22 +11,23 @@
 
 Every request carries the full per-request ``_meta`` (protocol version, client info and
 capabilities). Results come back as the wire dicts; JSON-RPC errors raise
-:class:`~mcpserve.MCPError` with the server's code, message and data. Give ``on_input``
-to answer multi round-trip requests (elicitation, sampling, roots) as a real client does::
+:class:`~mcpserve.MCPError` with the server's code, message and data.
 
-    async def answer(method: str, params: dict) -> dict:
-        if method == "elicitation/create":
-            return {"action": "accept", "content": {"name": "Ada"}}
-        ...
+Give handlers to answer multi round-trip requests (elicitation, sampling, roots) as a real
+client does: one per kind, or ``on_input`` for every kind (a per-kind one wins for its
+kind). Each may be an ``async def``, a plain ``def`` (run on the event loop) or a ``def``
+marked :func:`~mcpserve.blocking` (run in a thread); :mod:`.handlers` has the rules::
 
-    async with Client(server, capabilities={"elicitation": {"form": {}}}, on_input=answer) as c:
+    def name(params: dict) -> dict:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async with Client(server, on_elicit=name) as c:   # declares elicitation.form
         result = await c.call_tool("greet")  # asked, answered and retried: complete
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -41,16 +42,15 @@ from .connections import (
     StdioConnection,
     next_id,
 )
+from .handlers import ElicitHandler, Handlers, InputHandler, RootsHandler, SampleHandler
 
 if TYPE_CHECKING:
     from ..server.server import Server
 
 DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": __version__}
 
-#: Answers one input request of an ``input_required`` result: called with its ``method``
-#: (``elicitation/create``, ``sampling/createMessage``, ``roots/list``) and ``params``,
-#: returns the result the client sends back for it in ``inputResponses``.
-InputHandler = Callable[[str, JSONDict], Awaitable[JSONDict]]
+__all__ = ["Client", "ElicitHandler", "InputHandler", "RootsHandler", "SampleHandler"]
+
 _RETRIED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _ROUND_KEYS = frozenset({"inputResponses", "requestState"})
 
@@ -68,23 +68,45 @@ class Client:
         log_level: str | None = None,
         on_notification: NotificationHandler | None = None,
         on_input: InputHandler | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_list_roots: RootsHandler | None = None,
         max_input_rounds: int = 10,
     ) -> None:
-        """``on_input`` answers multi round-trip requests: with it, an ``input_required``
-        result is answered and the request sent again (new id, ``inputResponses``, the
-        echoed ``requestState``) until it completes, at most ``max_input_rounds`` times;
-        without it, ``input_required`` results are returned as they are."""
+        """With input handlers (``on_elicit``, ``on_sample``, ``on_list_roots`` for their
+        kind, ``on_input(method, params)`` for the rest), an ``input_required`` result is
+        answered and the request sent again (new id, ``inputResponses``, the echoed
+        ``requestState``) until it completes, at most ``max_input_rounds`` times; without
+        any, ``input_required`` results are returned as they are. A question of a kind none
+        of them answers fails the call with ``MethodNotFound`` (-32601).
+
+        ``capabilities`` not given: the per-kind handlers declare theirs
+        (``elicitation: {form: {}}``, ``sampling: {}``, ``roots: {}``) and ``on_input``
+        nothing; given, they are sent exactly as they are.
+
+        ``on_notification(message)`` hears every notification the server sends, for a
+        ``Server`` in memory or with :meth:`stdio` (a ``Connection`` you pass delivers its
+        own). Every handler may be ``async def``, plain ``def`` or ``@blocking`` ``def``
+        (:mod:`.handlers`)."""
         from ..server.server import Server
 
+        self.handlers = Handlers(
+            on_input=on_input,
+            on_elicit=on_elicit,
+            on_sample=on_sample,
+            on_list_roots=on_list_roots,
+            on_notification=on_notification,
+        )
         if isinstance(server, Server):
-            self.connection: Connection = MemoryConnection(server, on_notification)
+            self.connection: Connection = MemoryConnection(server, self.handlers.on_notification)
         else:
             self.connection = server
-        self.capabilities = capabilities if capabilities is not None else {}
+        self.capabilities = (
+            capabilities if capabilities is not None else self.handlers.capabilities()
+        )
         self.client_info = client_info or DEFAULT_CLIENT_INFO
         self.protocol_version = protocol_version
         self.log_level = log_level
-        self.on_input = on_input
         self.max_input_rounds = max_input_rounds
 
     @classmethod
@@ -98,8 +120,12 @@ class Client:
         **options: Any,
     ) -> Client:
         """A client for a server started as a subprocess speaking stdio."""
-        connection = StdioConnection(command, env=env, cwd=cwd, on_notification=on_notification)
-        return cls(connection, **options)
+        connection = StdioConnection(command, env=env, cwd=cwd, on_notification=None)
+        client = cls(connection, on_notification=on_notification, **options)
+        # Shaped by the client (it owns the threads a blocking handler runs in), so the
+        # connection gets it only now.
+        connection.on_notification = client.handlers.on_notification
+        return client
 
     async def __aenter__(self) -> Client:
         await self.connection.open()
@@ -111,7 +137,10 @@ class Client:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.connection.close()
+        try:
+            await self.connection.close()
+        finally:
+            self.handlers.pool.shutdown()
 
     # -- the raw request ---------------------------------------------------------------------
 
@@ -148,7 +177,7 @@ class Client:
     ) -> JSONDict:
         """Send one request and return its result; a JSON-RPC error raises ``MCPError``.
 
-        With ``on_input``, ``input_required`` results are answered and retried (see
+        With an input handler, ``input_required`` results are answered and retried (see
         :class:`Client`)."""
         full_params = dict(params or {})
         full_params["_meta"] = self.meta(
@@ -157,14 +186,14 @@ class Client:
         result = await self._send(method, full_params)
         rounds = 0
         while (
-            self.on_input is not None
+            self.handlers.answers_input
             and method in _RETRIED_METHODS
             and result.get("resultType") == "input_required"
             and rounds < self.max_input_rounds
         ):
             rounds += 1
             retry = {k: v for k, v in full_params.items() if k not in _ROUND_KEYS}
-            retry["inputResponses"] = await self._answer(result.get("inputRequests") or {})
+            retry["inputResponses"] = await self.handlers.answer(result.get("inputRequests") or {})
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             result = await self._send(method, retry)
@@ -177,15 +206,6 @@ class Client:
             error = response["error"]
             raise MCPError(error.get("message", ""), code=error.get("code"), data=error.get("data"))
         return response["result"]  # type: ignore[no-any-return]
-
-    async def _answer(self, requests: JSONDict) -> JSONDict:
-        """The ``inputResponses`` for one round, every question asked at once."""
-        assert self.on_input is not None
-        keys = list(requests)
-        answers = await asyncio.gather(
-            *(self.on_input(requests[k]["method"], requests[k].get("params") or {}) for k in keys)
-        )
-        return dict(zip(keys, answers, strict=True))
 
     async def notify(self, method: str, params: JSONDict | None = None) -> None:
         message: JSONDict = {"jsonrpc": "2.0", "method": method}
