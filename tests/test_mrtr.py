@@ -420,18 +420,39 @@ async def test_unknown_extra_input_response_keys_are_ignored(connect):
     assert text_of(result) == "Hello, Alice!"
 
 
-async def test_retry_without_request_state_but_with_the_right_key_completes(connect):
-    """Round one needs no state: the official suite's ignore-extra-params check sends the
-    first question's answer (and unknown keys) without one."""
+@pytest.mark.parametrize("state", ["absent", None])
+async def test_answers_without_a_request_state_are_asked_again(connect, state):
+    """By default the state is the server's proof that it asked: answers without one (absent
+    or null) are not taken, and the question is asked again, with a state."""
+    params: dict[str, Any] = {"name": "greet", "arguments": {},
+                              "inputResponses": {"user_name": ALICE}}  # fmt: skip
+    if state is None:
+        params["requestState"] = None
     async with connect(greeting_server()) as client:
+        result = await client.request("tools/call", params, capabilities=FORM)
+    assert result["resultType"] == "input_required"
+    assert list(result["inputRequests"]) == ["user_name"]
+    assert isinstance(result["requestState"], str)
+
+
+async def test_a_server_may_take_answers_without_a_state_for_its_first_questions(connect):
+    """``answers_without_state="first-round"``: what the official suite's ignore-extra-params
+    check expects, the first question's answer (and unknown keys) sent without a state."""
+    server = greeting_server(answers_without_state="first-round")
+    async with connect(server) as client:
         result = await call(
             client, "greet", responses={"user_name": ALICE, "unknown_extra": {"action": "accept"}}
         )
     assert text_of(result) == "Hello, Alice!"
 
 
+def test_answers_without_state_is_ask_or_first_round() -> None:
+    with pytest.raises(ValueError, match="answers_without_state"):
+        Server("x", answers_without_state="always")  # type: ignore[arg-type]
+
+
 def two_question_server() -> Server:
-    server = Server("mrtr")
+    server = Server("mrtr", answers_without_state="first-round")
 
     @server.tool
     async def confirm_delete(ctx: Context) -> str:
@@ -444,8 +465,9 @@ def two_question_server() -> Server:
 
 @pytest.mark.parametrize("state", ["absent", None])
 async def test_later_questions_are_not_answered_without_the_state_that_asked_them(connect, state):
-    """Without a state (absent, or null) a retry is round one: a client cannot answer the
-    second question before the server asked it, however it names the key."""
+    """On a server that takes answers without a state for its first questions, a client
+    still cannot answer the second question before the server asked it, however it names
+    the key."""
     answers = {"owner": ALICE, "sure": {"action": "accept", "content": {"color": "yes"}}}
     params: dict[str, Any] = {"name": "confirm_delete", "arguments": {}, "inputResponses": answers}
     if state is None:

@@ -114,8 +114,9 @@ class Rounds:
         params = ctx.request.params
         self.answers: dict[str, Any] = {}
         #: The keys the last round asked, as sealed in its state: the only answers taken.
-        #: None without a state: then the retry is round one, and answers are taken only for
-        #: the first questions this attempt asks (docs/decisions.md, "Answers without a state").
+        #: None without a state: nothing was asked, so nothing is taken, unless the server
+        #: takes such answers for its first questions (docs/decisions.md, "Answers without a
+        #: state").
         self.pending: set[str] | None = None
         #: How many times this attempt has asked (each ``ctx.ask``/``elicit`` call once).
         self.asked = 0
@@ -136,7 +137,10 @@ class Rounds:
 
     def answer(self, key: str, request: InputRequest) -> Any:
         """The parsed answer to ``key``, or ``MISSING``."""
-        takes = key in self.pending if self.pending is not None else self.asked == 1
+        if self.pending is not None:
+            takes = key in self.pending
+        else:
+            takes = self.asked == 1 and self.ctx.runtime.answers_without_state == "first-round"
         if takes and key in self.responses:
             parsed = request.parse(self.responses[key])
             if parsed is not MISSING:

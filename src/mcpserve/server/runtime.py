@@ -6,7 +6,7 @@ handshake-era client gets to answer a question, and the sealer of ``requestState
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
@@ -15,11 +15,14 @@ if TYPE_CHECKING:
 STATE_KEYS_ENV = "MCPSERVE_STATE_KEYS"
 
 
+AnswersWithoutState = Literal["ask", "first-round"]
+
+
 class Runtime:
     """Shared, per server: made once, read by every request's context."""
 
-    __slots__ = ("_sealer", "_state_options", "client_logging", "client_timeout_seconds",
-                 "lifespan_state")  # fmt: skip
+    __slots__ = ("_sealer", "_state_options", "answers_without_state", "client_logging",
+                 "client_timeout_seconds", "lifespan_state")  # fmt: skip
 
     def __init__(
         self,
@@ -29,7 +32,14 @@ class Runtime:
         state_keys: list[tuple[str, bytes]] | None = None,
         state_ttl_seconds: float = 300.0,
         max_input_rounds: int = 10,
+        answers_without_state: AnswersWithoutState = "ask",
     ) -> None:
+        if answers_without_state not in ("ask", "first-round"):
+            raise ValueError('answers_without_state must be "ask" or "first-round"')
+        #: What a retry with ``inputResponses`` but no ``requestState`` gets: its questions
+        #: asked again ("ask"), or its answers taken for the first questions ("first-round";
+        #: docs/decisions.md, "Answers without a state").
+        self.answers_without_state = answers_without_state
         self.client_logging = client_logging
         #: Seconds a handshake-era client gets to answer ``ctx.elicit`` and friends.
         self.client_timeout_seconds = client_timeout_seconds

@@ -45,7 +45,7 @@ from .middleware import Middleware, compose
 from .registering import Registering
 from .registry import Registry
 from .resources import CachePolicy
-from .runtime import Runtime
+from .runtime import AnswersWithoutState, Runtime
 from .settings import Settings, capabilities
 from .subscriptions import Subscriptions
 
@@ -116,6 +116,7 @@ class Server(Registering, Generic[StateT]):
         state_keys: list[tuple[str, bytes]] | None = None,
         state_ttl_seconds: float = 300.0,
         max_input_rounds: int = 10,
+        answers_without_state: AnswersWithoutState = "ask",
         redis_url: str | None = None,
         bus: SubscriptionBus | str | None = None,
         subscription_queue_size: int = 256,
@@ -146,7 +147,8 @@ class Server(Registering, Generic[StateT]):
         self.runtime = Runtime(client_logging=client_logging,
                                client_timeout_seconds=legacy_client_timeout_seconds,
                                state_keys=state_keys, state_ttl_seconds=state_ttl_seconds,
-                               max_input_rounds=max_input_rounds)  # fmt: skip
+                               max_input_rounds=max_input_rounds,
+                               answers_without_state=answers_without_state)  # fmt: skip
         #: The Redis every process of this server shares: the subscription bus, handshake-era
         #: sessions over HTTP. None: each process keeps its own.
         self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
