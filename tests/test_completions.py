@@ -1,6 +1,7 @@
 """Argument completion."""
 
-from typing import Any
+import enum
+from typing import Any, Literal
 
 import pytest
 
@@ -55,6 +56,31 @@ async def test_resource_template_variable_completer_receives_the_partial_value(
     async with connect(server) as client:
         completion = await client.complete(resource_ref("repo://{owner}/{name}"), "owner", "oct")
     assert completion == {"values": ["octocat", "octo-org"]}
+
+
+async def test_a_resource_completer_is_named_and_asked_by_the_template_not_a_uri(
+    connect: Any,
+) -> None:
+    """``resource=`` takes the template exactly as registered; a URI the template matches is
+    not a template, so asking with one is -32602 like any unknown template."""
+    server = Server("t")
+
+    @server.resource("repo://{owner}/{name}")
+    def repo(owner: str, name: str) -> str:
+        return ""
+
+    @server.completion(resource="repo://{owner}/{name}", argument="name")
+    def names(value: str) -> list[str]:
+        return ["cli"]
+
+    async with connect(server) as client:
+        assert await client.complete(resource_ref("repo://{owner}/{name}"), "name", "c") == {
+            "values": ["cli"]
+        }
+        for uri in ("repo://octocat/cli", "repo://octocat/{name}"):
+            with pytest.raises(MCPError) as info:
+                await client.complete(resource_ref(uri), "name", "c")
+            assert info.value.code == -32602
 
 
 async def test_completer_for_another_argument_is_not_used(connect: Any) -> None:
@@ -284,3 +310,114 @@ def test_completion_decorator_returns_the_function_unchanged() -> None:
         return [value]
 
     assert server.completion(prompt="p", argument="x")(languages) is languages
+
+
+# --------------------------------------------------------------------------- Literal and enum
+
+
+class Mood(enum.Enum):
+    LIGHT = "light"
+    LONG = "long"
+    EPIC = "epic"
+
+
+class Stars(enum.IntEnum):
+    ONE = 1
+    TWO = 2
+
+
+def server_with_choices() -> Server:
+    server = Server("t")
+
+    @server.prompt
+    def pick(
+        kind: Literal["a", "b", "c"],
+        mood: Mood,
+        topic: str,
+        stars: Stars = Stars.ONE,
+        tone: Literal["dry", "warm"] | None = None,
+    ) -> str:
+        return f"{kind} {mood.value} {topic} {stars} {tone}"
+
+    return server
+
+
+def test_literal_and_enum_arguments_list_their_values_as_the_strings_a_client_sends() -> None:
+    server = Server("t")
+
+    @server.prompt
+    def pick(
+        kind: Literal["a", "b", "c"],
+        mood: Mood,
+        stars: Stars,
+        tone: Literal["dry", "warm"] | None = None,
+        topic: str = "",
+        loose: Literal["x"] | str = "x",
+        number: Literal[1, "one"] = "one",
+    ) -> str:
+        return kind
+
+    assert server.registry.prompts["pick"].choices == {
+        "kind": ["a", "b", "c"],
+        "mood": ["light", "long", "epic"],
+        "stars": ["1", "2"],  # an IntEnum converts "1"
+        "tone": ["dry", "warm"],
+        "number": ["one"],  # a Literal[1] takes the integer only, never a string
+    }
+
+
+async def test_a_literal_argument_completes_to_its_values_matching_the_prefix(
+    connect: Any,
+) -> None:
+    async with connect(server_with_choices()) as client:
+        assert (await client.discover())["capabilities"]["completions"] == {}
+        assert await client.complete(prompt_ref("pick"), "kind", "") == {"values": ["a", "b", "c"]}
+        assert await client.complete(prompt_ref("pick"), "kind", "b") == {"values": ["b"]}
+        assert await client.complete(prompt_ref("pick"), "kind", "x") == {"values": []}
+        assert await client.complete(prompt_ref("pick"), "tone", "w") == {"values": ["warm"]}
+
+
+async def test_an_enum_argument_completes_to_its_values(connect: Any) -> None:
+    async with connect(server_with_choices()) as client:
+        assert await client.complete(prompt_ref("pick"), "mood", "l") == {
+            "values": ["light", "long"]
+        }
+        assert await client.complete(prompt_ref("pick"), "stars", "") == {"values": ["1", "2"]}
+        # What completes is what the prompt takes.
+        prompt = await client.get_prompt(
+            "pick", {"kind": "b", "mood": "epic", "topic": "t", "stars": "2"}
+        )
+    assert prompt["messages"][0]["content"]["text"].startswith("b epic t 2")
+
+
+async def test_an_open_argument_beside_literal_ones_completes_to_nothing(connect: Any) -> None:
+    server = server_with_choices()
+
+    @server.completion(prompt="pick", argument="mood")
+    def moods(value: str) -> list[str]:
+        return ["custom"]
+
+    async with connect(server) as client:
+        assert await client.complete(prompt_ref("pick"), "topic", "") == {"values": []}
+
+
+async def test_a_registered_completer_wins_over_the_literal_values(connect: Any) -> None:
+    server = server_with_choices()
+
+    @server.completion(prompt="pick", argument="kind")
+    def kinds(value: str) -> list[str]:
+        return [f"{value}-from-completer"]
+
+    async with connect(server) as client:
+        assert await client.complete(prompt_ref("pick"), "kind", "a") == {
+            "values": ["a-from-completer"]
+        }
+
+
+async def test_literal_values_of_a_disabled_prompt_are_not_offered(connect: Any) -> None:
+    server = server_with_choices()
+    server.disable("prompts", "pick")
+    async with connect(server) as client:
+        with pytest.raises(MCPError) as info:
+            await client.complete(prompt_ref("pick"), "kind", "")
+    assert info.value.code == -32602

@@ -1,16 +1,38 @@
-"""The shipped examples work: the demo notes server, driven as a client would."""
+"""The shipped examples work, driven as a client would: in memory, and over a real wire
+(a stdio subprocess, or uvicorn for the FastAPI app)."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import importlib.util
+import signal
+import subprocess
 import sys
+import tempfile
+from collections.abc import Awaitable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
+import httpx
 import pytest
 
+from mcpserve import Client, MCPError
+from wire_helpers import ROOT, call, child_env, http_server_process, post, request
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], seconds: float = 15) -> T:
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+def stdio_client(example: str, **env: str) -> Client:
+    """A client of ``examples/<example>`` started as a subprocess speaking stdio."""
+    command = [sys.executable, str(EXAMPLES / example)]
+    return Client.stdio(command, cwd=str(ROOT), env=child_env(**env))
 
 
 def load(name: str, path: Path) -> ModuleType:
@@ -58,8 +80,6 @@ async def test_notes_demo_adds_searches_reads_and_deletes(notes: ModuleType, con
 async def test_notes_demo_reports_a_missing_note_as_resource_not_found(
     notes: ModuleType, connect: Any
 ) -> None:
-    from mcpserve import MCPError
-
     async with connect(notes.server) as client:
         with pytest.raises(MCPError) as caught:
             await client.read_resource("notes://999")
@@ -74,3 +94,478 @@ async def test_notes_demo_validates_arguments_before_touching_the_database(
         result = await client.call_tool("add_note", {"title": "", "body": "x"})
     assert result["isError"] is True
     assert "title" in result["content"][0]["text"]
+
+
+# --------------------------------------------------------------------------- missing extras
+
+# The console script, started with `blocked` unimportable, as on an install without the
+# extra that brings it: sys.argv[1] names the modules, the rest is the command line.
+WITHOUT_MODULES = """
+import sys
+
+blocked = set(sys.argv[1].split(","))
+
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+sys.argv = ["mcpserve", *sys.argv[2:]]
+from mcpserve.cli import main
+
+sys.exit(main())
+"""
+
+
+def mcpserve_without(modules: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_MODULES, modules, *args],
+        cwd=str(ROOT),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_the_command_without_click_names_the_cli_extra() -> None:
+    done = mcpserve_without("click", "run", "examples/notes.py")
+    assert done.returncode == 1
+    assert 'pip install "mcpserve[cli]"' in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serving_http_without_uvicorn_names_the_http_extra(workers: str) -> None:
+    done = mcpserve_without(
+        "uvicorn", "run", "examples/notes.py", "--http", "--port", "1", "--workers", workers
+    )
+    assert done.returncode == 1
+    assert 'pip install "mcpserve[http]"' in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_server_run_http_without_uvicorn_names_the_http_extra() -> None:
+    code = WITHOUT_MODULES.replace(
+        "from mcpserve.cli import main\n\nsys.exit(main())",
+        'from mcpserve import Server\n\nServer("x").run("http", port=1)',
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "uvicorn"],
+        cwd=str(ROOT),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1
+    assert 'pip install "mcpserve[http]"' in done.stderr.splitlines()[-1]
+
+
+def test_the_blocker_blocks_only_what_it_names() -> None:
+    """The tests above prove something: with nothing blocked, the same entry runs."""
+    done = mcpserve_without("nothing", "--version")
+    assert done.returncode == 0, done.stderr
+    assert "version" in done.stdout
+
+
+# --------------------------------------------------------------------------- sqlite_notes.py
+
+
+@pytest.fixture
+def sqlite_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.setenv("SQLITE_NOTES_DB", str(tmp_path / "notes.db"))
+    return load("sqlite_notes_example", EXAMPLES / "sqlite_notes.py")
+
+
+async def test_sqlite_notes_adds_finds_retags_and_deletes(
+    sqlite_notes: ModuleType, connect: Any, tmp_path: Path
+) -> None:
+    async with connect(sqlite_notes.server) as client:
+        tea = await client.call_tool(
+            "add_note", {"title": "Tea", "body": "Green, 80C.", "tags": ["drinks", "hot"]}
+        )
+        await client.call_tool("add_note", {"title": "Soup", "body": "Lentils.", "tags": ["hot"]})
+        tea_id = tea["structuredContent"]["id"]
+        assert tea["structuredContent"]["tags"] == ["drinks", "hot"]
+
+        found = await client.call_tool("find_notes", {"text": "green"})
+        assert [n["title"] for n in found["structuredContent"]] == ["Tea"]
+        hot = await client.call_tool("find_notes", {"tag": "hot"})
+        assert [n["title"] for n in hot["structuredContent"]] == ["Tea", "Soup"]
+
+        retagged = await client.call_tool("retag_note", {"note_id": tea_id, "tags": ["cold"]})
+        assert retagged["structuredContent"]["tags"] == ["cold"]
+        assert (await client.call_tool("find_notes", {"tag": "drinks"}))["structuredContent"] == []
+
+        deleted = await client.call_tool("delete_note", {"note_id": tea_id})
+        assert deleted["content"][0]["text"] == f"Deleted note {tea_id}."
+        again = await client.call_tool("delete_note", {"note_id": tea_id})
+        assert again["isError"] is True
+        bad_tag = await client.call_tool("add_note", {"title": "x", "body": "", "tags": ["A B"]})
+        assert bad_tag["isError"] is True
+    assert (tmp_path / "notes.db").exists()  # the file $SQLITE_NOTES_DB names
+
+
+async def test_sqlite_notes_serves_templates_and_completes_tags(
+    sqlite_notes: ModuleType, connect: Any
+) -> None:
+    async with connect(sqlite_notes.server) as client:
+        templates = [t["uriTemplate"] for t in await client.list_resource_templates()]
+        assert templates == ["note://{note_id}", "notes://tag/{tag}"]
+        added = await client.call_tool(
+            "add_note", {"title": "Tea", "body": "Green.", "tags": ["drinks", "daily"]}
+        )
+        note_id = added["structuredContent"]["id"]
+
+        page = await client.read_resource(f"note://{note_id}")
+        assert page["contents"][0] == {
+            "uri": f"note://{note_id}",
+            "mimeType": "text/markdown",
+            "text": "# Tea\n\nGreen.\n\nTags: daily, drinks",
+        }
+        listing = await client.read_resource("notes://tag/drinks")
+        assert listing["contents"][0]["text"] == f"- [Tea](note://{note_id})"
+        completion = await client.complete(
+            {"type": "ref/resource", "uri": "notes://tag/{tag}"}, "tag", "d"
+        )
+        assert completion == {"values": ["daily", "drinks"]}
+
+        for missing in ("note://999", "note://abc", "notes://tag/none"):
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(missing)
+            assert caught.value.code == -32602
+            assert caught.value.data == {"uri": missing}
+
+
+def test_sqlite_notes_defaults_to_a_file_in_the_temporary_directory(
+    sqlite_notes: ModuleType,
+) -> None:
+    assert sqlite_notes.DEFAULT_PATH.parent == Path(tempfile.gettempdir())
+
+
+async def test_sqlite_notes_over_stdio_keeps_notes_across_processes(tmp_path: Path) -> None:
+    db = str(tmp_path / "notes.db")
+    async with stdio_client("sqlite_notes.py", SQLITE_NOTES_DB=db) as client:
+        added = await within(
+            client.call_tool("add_note", {"title": "Wire", "body": "Over stdio.", "tags": ["io"]})
+        )
+        assert added["structuredContent"]["tags"] == ["io"]
+    async with stdio_client("sqlite_notes.py", SQLITE_NOTES_DB=db) as client:
+        found = await within(client.call_tool("find_notes", {"text": "stdio"}))
+        assert [n["title"] for n in found["structuredContent"]] == ["Wire"]
+        note_id = found["structuredContent"][0]["id"]
+        page = await within(client.read_resource(f"note://{note_id}"))
+        assert page["contents"][0]["text"].startswith("# Wire")
+        completion = await within(
+            client.complete({"type": "ref/resource", "uri": "notes://tag/{tag}"}, "tag", "")
+        )
+        assert completion == {"values": ["io"]}
+    assert client.connection.process.returncode == 0  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- files.py
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A root to serve, and beside it what must stay out of reach (also through links)."""
+    root = tmp_path / "root"
+    (root / "docs").mkdir(parents=True)
+    (root / "README.md").write_text("# Hello\n")
+    (root / "docs" / "guide.txt").write_text("Step one.")
+    (root / "logo.bin").write_bytes(b"\x89PNG\xff\x00")
+    (root / "big.log").write_bytes(b"x" * (1024 * 1024 + 1))
+    (tmp_path / "secret.txt").write_text("password")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "more.txt").write_text("also secret")
+    (root / "escape.txt").symlink_to(tmp_path / "secret.txt")
+    (root / "elsewhere").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (root / "docs" / "readme-link.md").symlink_to(root / "README.md")  # inside: fine
+    return root
+
+
+@pytest.fixture
+def files(tree: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.setenv("FILES_ROOT", str(tree))
+    return load("files_example", EXAMPLES / "files.py")
+
+
+def file_ref() -> dict[str, str]:
+    return {"type": "ref/resource", "uri": "file:///{+path}"}
+
+
+async def test_files_lists_reads_and_completes_below_the_root(
+    files: ModuleType, connect: Any
+) -> None:
+    async with connect(files.server) as client:
+        listed = await client.call_tool("list_files", {})
+        assert [(e["path"], e["kind"]) for e in listed["structuredContent"]] == [
+            ("README.md", "file"),
+            ("big.log", "file"),
+            ("docs", "directory"),
+            ("logo.bin", "file"),
+        ]
+        assert listed["structuredContent"][0]["uri"] == "file:///README.md"
+        everything = await client.call_tool("list_files", {"recursive": True})
+        assert "docs/guide.txt" in [e["path"] for e in everything["structuredContent"]]
+        assert "docs/readme-link.md" in [e["path"] for e in everything["structuredContent"]]
+
+        readme = await client.read_resource("file:///README.md")
+        assert readme["contents"][0] == {
+            "uri": "file:///README.md",
+            "mimeType": "text/markdown",
+            "text": "# Hello\n",
+        }
+        guide = await client.read_resource("file:///docs/guide.txt")
+        assert guide["contents"][0]["text"] == "Step one."
+        linked = await client.read_resource("file:///docs/readme-link.md")
+        assert linked["contents"][0]["text"] == "# Hello\n"
+        logo = await client.read_resource("file:///logo.bin")
+        assert base64.b64decode(logo["contents"][0]["blob"]) == b"\x89PNG\xff\x00"
+        with pytest.raises(MCPError) as too_big:
+            await client.read_resource("file:///big.log")
+        assert too_big.value.code == -32602
+        assert too_big.value.data["size"] == 1024 * 1024 + 1
+
+        assert await client.complete(file_ref(), "path", "d") == {"values": ["docs/"]}
+        assert await client.complete(file_ref(), "path", "docs/g") == {"values": ["docs/guide.txt"]}
+        assert await client.complete(file_ref(), "path", "e") == {"values": []}  # links out
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "file:///../secret.txt",
+        "file:///%2E%2E/secret.txt",
+        "file:///docs/../../secret.txt",
+        "file:///escape.txt",  # a link to a file outside
+        "file:///elsewhere/more.txt",  # through a link to a directory outside
+        "file:///nope.txt",  # and what is refused looks exactly like this
+    ],
+)
+async def test_files_refuses_paths_that_escape_the_root(
+    files: ModuleType, connect: Any, uri: str
+) -> None:
+    async with connect(files.server) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+    assert caught.value.code == -32602
+    assert caught.value.data == {"uri": uri}
+    assert "password" not in str(caught.value.message)
+
+
+async def test_files_refuses_an_absolute_path_and_listing_outside(
+    files: ModuleType, connect: Any, tree: Path
+) -> None:
+    secret = tree.parent / "secret.txt"
+    absolute = "file:///" + str(secret).replace("/", "%2F")
+    async with connect(files.server) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(absolute)
+        assert caught.value.code == -32602
+        for directory in ("..", "elsewhere", str(tree.parent), "README.md"):
+            result = await client.call_tool("list_files", {"directory": directory})
+            assert result["isError"] is True, directory
+        assert await client.complete(file_ref(), "path", "../") == {"values": []}
+
+
+async def test_files_over_stdio(tree: Path) -> None:
+    async with stdio_client("files.py", FILES_ROOT=str(tree)) as client:
+        listed = await within(client.call_tool("list_files", {"directory": "docs"}))
+        assert [e["path"] for e in listed["structuredContent"]] == [
+            "docs/guide.txt",
+            "docs/readme-link.md",
+        ]
+        guide = await within(client.read_resource("file:///docs/guide.txt"))
+        assert guide["contents"][0]["text"] == "Step one."
+        with pytest.raises(MCPError) as caught:
+            await within(client.read_resource("file:///../secret.txt"))
+        assert caught.value.code == -32602
+
+
+# --------------------------------------------------------------------------- confirm.py
+
+ELICITATION = {"elicitation": {"form": {}}}
+
+
+@pytest.fixture
+def confirm() -> ModuleType:
+    return load("confirm_example", EXAMPLES / "confirm.py")
+
+
+def answering(answer: dict[str, Any], asked: list[dict[str, Any]] | None = None) -> Any:
+    async def on_input(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert method == "elicitation/create"
+        if asked is not None:
+            asked.append(params)
+        return answer
+
+    return on_input
+
+
+async def test_confirm_moves_money_only_after_the_user_confirms(
+    confirm: ModuleType, connect: Any
+) -> None:
+    asked: list[dict[str, Any]] = []
+    yes = answering({"action": "accept", "content": {"confirm": True, "memo": "rent"}}, asked)
+    async with connect(confirm.server, capabilities=ELICITATION, on_input=yes) as client:
+        done = await client.call_tool(
+            "transfer", {"source": "savings", "target": "checking", "amount": "250.50"}
+        )
+        balances = await client.call_tool("balances", {})
+    assert done["structuredContent"]["moved"] is True
+    assert done["structuredContent"]["message"] == "Moved 250.50 from savings to checking (rent)."
+    assert balances["structuredContent"] == {"checking": "1450.50", "savings": "4749.50"}
+    [question] = asked
+    assert question["message"] == "Move 250.50 from savings to checking?"
+    assert set(question["requestedSchema"]["properties"]) == {"confirm", "memo"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"action": "decline"}, "The user declined; nothing moved."),
+        ({"action": "cancel"}, "The user cancelled; nothing moved."),
+        ({"action": "accept", "content": {"confirm": False}}, "Not confirmed; nothing moved."),
+    ],
+)
+async def test_confirm_moves_nothing_without_a_yes(
+    confirm: ModuleType, connect: Any, answer: dict[str, Any], message: str
+) -> None:
+    async with connect(confirm.server, capabilities=ELICITATION, on_input=answering(answer)) as c:
+        result = await c.call_tool(
+            "transfer", {"source": "checking", "target": "savings", "amount": 10}
+        )
+    assert result["structuredContent"]["moved"] is False
+    assert result["structuredContent"]["message"] == message
+    assert result["structuredContent"]["balances"] == {"checking": "1200.00", "savings": "5000.00"}
+
+
+async def test_confirm_carries_out_a_replayed_confirmation_once(
+    confirm: ModuleType, connect: Any
+) -> None:
+    arguments = {"source": "checking", "target": "savings", "amount": 100}
+    async with connect(confirm.server, capabilities=ELICITATION) as client:
+        first = await client.call_tool("transfer", arguments)
+        assert first["resultType"] == "input_required"
+        [key] = first["inputRequests"]
+        retry = {
+            "name": "transfer",
+            "arguments": arguments,
+            "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}},
+            "requestState": first["requestState"],
+        }
+        done = await client.request("tools/call", retry)
+        replayed = await client.request("tools/call", retry)
+        balances = await client.call_tool("balances", {})
+    assert done["structuredContent"]["moved"] is True
+    assert replayed["structuredContent"]["moved"] is False
+    assert replayed["structuredContent"]["message"] == done["structuredContent"]["message"]
+    assert replayed["structuredContent"]["transfer_id"] == done["structuredContent"]["transfer_id"]
+    assert balances["structuredContent"] == {"checking": "1100.00", "savings": "5100.00"}
+
+
+async def test_confirm_refuses_what_it_cannot_or_should_not_do(
+    confirm: ModuleType, connect: Any
+) -> None:
+    async with connect(confirm.server) as client:  # a client that cannot ask its user
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool(
+                "transfer", {"source": "checking", "target": "savings", "amount": 1}
+            )
+        assert caught.value.code == -32021
+    yes = answering({"action": "accept", "content": {"confirm": True}})
+    async with connect(confirm.server, capabilities=ELICITATION, on_input=yes) as client:
+        for arguments in (
+            {"source": "checking", "target": "savings", "amount": 999_999},  # too much
+            {"source": "checking", "target": "checking", "amount": 1},
+            {"source": "checking", "target": "savings", "amount": "1.005"},  # 3 decimals
+            {"source": "checking", "target": "savings", "amount": -5},
+            {"source": "brokerage", "target": "savings", "amount": 1},
+        ):
+            result = await client.call_tool("transfer", arguments)
+            assert result["isError"] is True, arguments
+        balances = await client.call_tool("balances", {})
+    assert balances["structuredContent"] == {"checking": "1200.00", "savings": "5000.00"}
+
+
+async def test_confirm_over_stdio() -> None:
+    yes = answering({"action": "accept", "content": {"confirm": True}})
+    client = Client.stdio(
+        [sys.executable, str(EXAMPLES / "confirm.py")],
+        cwd=str(ROOT),
+        env=child_env(),
+        capabilities=ELICITATION,
+        on_input=yes,
+    )
+    async with client:
+        done = await within(
+            client.call_tool("transfer", {"source": "savings", "target": "checking", "amount": 5})
+        )
+        assert done["structuredContent"]["message"] == "Moved 5.00 from savings to checking."
+        balances = await within(client.call_tool("balances", {}))
+        assert balances["structuredContent"] == {"checking": "1205.00", "savings": "4995.00"}
+
+
+# --------------------------------------------------------------------------- fastapi_app.py
+
+
+@pytest.fixture
+def fastapi_app() -> ModuleType:
+    return load("fastapi_app_example", EXAMPLES / "fastapi_app.py")
+
+
+async def test_fastapi_app_server_reaches_its_lifespan_state_in_memory(
+    fastapi_app: ModuleType, connect: Any
+) -> None:
+    async with connect(fastapi_app.server) as client:
+        defined = await client.call_tool("define", {"term": "ASGI"})
+        unknown = await client.call_tool("define", {"term": "wsgi"})
+        terms = await client.call_tool("list_terms", {})
+    assert defined["structuredContent"]["term"] == "asgi"
+    assert defined["structuredContent"]["loaded_at"] > 0
+    assert unknown["isError"] is True
+    assert terms["structuredContent"] == ["asgi", "lifespan", "mcp"]
+
+
+def test_fastapi_app_mounts_the_server_beside_its_routes(fastapi_app: ModuleType) -> None:
+    paths = [getattr(route, "path", None) for route in fastapi_app.app.routes]
+    assert "/health" in paths
+    assert "/mcp-app" in paths
+
+
+async def test_fastapi_app_under_uvicorn_serves_health_and_mcp(tmp_path: Path) -> None:
+    # The command the example's docstring gives, run from the repository root.
+    command = [sys.executable, "-m", "uvicorn", "fastapi_app:app", "--app-dir", "examples",
+               "--host", "127.0.0.1", "--port", "{port}"]  # fmt: skip
+    with http_server_process(tmp_path, args=command) as served:
+        base = f"http://127.0.0.1:{served.port}"
+        async with httpx.AsyncClient(base_url=base, timeout=15) as http:
+            health = await http.get("/health")
+            assert health.status_code == 200
+            assert health.json() == {"status": "ok"}
+
+            discovered = await post(http, request(1, "server/discover"), path="/mcp-app/mcp")
+            assert discovered.result["capabilities"] == {"tools": {"listChanged": True}}
+            server_info = discovered.result["_meta"]["io.modelcontextprotocol/serverInfo"]
+            assert server_info["name"] == "glossary"
+            defined = await post(http, call(2, "define", {"term": "MCP"}), path="/mcp-app/mcp")
+            # The tool found the glossary the server's lifespan opened, entered by FastAPI's.
+            assert defined.result["structuredContent"]["term"] == "mcp"
+            assert defined.result["structuredContent"]["loaded_at"] > 0
+            outside = await http.post("/mcp", json={})
+            assert outside.status_code == 404
+        served.process.terminate()
+        # uvicorn shuts down cleanly, then raises the SIGTERM it handled once more: the exit
+        # a process that honours SIGTERM gives (as in tests/test_serving.py).
+        assert served.process.wait(15) == -signal.SIGTERM
+    log = served.log.read_text()
+    assert "Application startup complete" in log
+    assert "Application shutdown complete" in log
+    assert "WARNING" not in log  # nor did the mounted app have to start a lifespan itself

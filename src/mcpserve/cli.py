@@ -9,9 +9,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from .transports.stdio import DEFAULT_SHUTDOWN_GRACE
+
+#: What the command says instead of a traceback when an optional dependency is missing.
+NEEDS_CLI = (
+    'The mcpserve command needs click, which the cli extra installs: pip install "mcpserve[cli]"'
+)
+NEEDS_HTTP = (
+    'Serving HTTP needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
+)
+
+try:
+    import click
+except ModuleNotFoundError as exc:  # mcpserve installed without the cli extra
+    if exc.name != "click":
+        raise
+    raise SystemExit(NEEDS_CLI) from None
 
 _ENV_TARGET = "MCPSERVE_WORKER_TARGET"
 _ENV_PATH = "MCPSERVE_WORKER_PATH"
@@ -110,6 +123,8 @@ def run(
     shutdown_grace: float,
 ) -> None:
     """Serve TARGET (file.py[:server] or module[:server]) over stdio or HTTP."""
+    if use_http:
+        require_uvicorn()  # before the target is imported: say what is missing first
     server = load_server(target)
     if not use_http:
         server.run("stdio", shutdown_grace=shutdown_grace)
@@ -128,6 +143,16 @@ def run(
     uvicorn.run("mcpserve.cli:worker_app", factory=True, host=host, port=port,
                 workers=workers, lifespan="on", loop="auto", http="auto",
                 access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
+
+
+def require_uvicorn() -> None:
+    """Fail with the extra to install, not a ``ModuleNotFoundError``, without uvicorn."""
+    try:
+        importlib.import_module("uvicorn")
+    except ModuleNotFoundError as exc:
+        if exc.name != "uvicorn":
+            raise
+        raise click.ClickException(NEEDS_HTTP) from None
 
 
 def worker_app() -> Any:

@@ -10,11 +10,15 @@ named ``arguments`` (the other arguments the client already filled in, from
 
 It returns a list of strings or a :class:`Completion`. At most 100 values go on the wire
 (the spec's cap); when there are more, ``total`` and ``hasMore`` say so.
+
+A prompt argument with no completer whose type allows only a few values (a ``Literal`` or an
+enum, :attr:`~mcpserve.server.prompts.Prompt.choices`) completes to those that start with
+the partial value (:func:`choice_completion`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +74,12 @@ class Completer(Registered):
 
     def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
         return completion_wire(value)
+
+
+def choice_completion(choices: Iterable[str], value: str) -> dict[str, Any]:
+    """The ``completion`` of an argument without a completer: those of its allowed values
+    that start with the partial ``value``, in declared order (none for an open type)."""
+    return completion_wire([choice for choice in choices if choice.startswith(value)])
 
 
 def completion_wire(result: Any) -> dict[str, Any]:

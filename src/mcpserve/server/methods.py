@@ -234,7 +234,7 @@ def method_table(
     # -- completions ---------------------------------------------------------------------
 
     async def complete(ctx: Context) -> Result:
-        if not registry.completers:
+        if not registry.completers and not any(p.choices for p in registry.prompts.values()):
             raise MethodNotFound("Method not found: completion/complete")
         params = ctx.request.params
         ref, argument = params.get("ref"), params.get("argument")
@@ -259,6 +259,11 @@ def method_table(
         known = context.get("arguments") if isinstance(context, dict) else None
         completer = registry.completers.get((kind, target, arg_name))
         if completer is None:
+            if kind == "ref/prompt":  # a Literal or enum argument completes to its values
+                from .completions import choice_completion
+
+                choices = registry.prompts[target].choices.get(arg_name, ())
+                return {"completion": choice_completion(choices, value)}
             return {"completion": {"values": []}}
         arguments = known if isinstance(known, dict) else {}
         return {"completion": await completer.complete(value, arguments, ctx)}

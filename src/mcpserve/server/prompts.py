@@ -6,6 +6,10 @@ for ``"3"``. A missing required argument or one that does not convert is -32602.
 
 A prompt returns a ``str`` (one user message), a :class:`Message`, a list mixing both,
 a dict already shaped as a ``PromptMessage``, or a full ``GetPromptResult``-shaped dict.
+
+An argument whose type allows only a few values (a ``Literal`` or an enum) lists them in
+:attr:`Prompt.choices`, which ``completion/complete`` offers when no completer is registered
+for that argument.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import pydantic
+
 from ..protocol.errors import InvalidParams
 from .content import to_block
 from .context import Context
 from .registered import InvalidArguments, Pool, Registered, list_entry
-from .schema import parse_docstring
+from .schema import ArgumentSpec, parse_docstring
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +65,7 @@ def to_messages(value: Any) -> dict[str, Any]:
 class Prompt(Registered):
     """A registered prompt. Build one with ``@server.prompt``."""
 
-    __slots__ = ()
+    __slots__ = ("choices",)
 
     def __init__(
         self,
@@ -89,6 +95,13 @@ class Prompt(Registered):
                 entry["description"] = param_description or param_docs[param]
             entry["required"] = param in required
             listed.append(entry)
+        #: Per argument with a closed set of values (``Literal``, an enum): those values, as
+        #: the strings a client sends, in declared order. Open types are not listed.
+        self.choices: dict[str, list[str]] = {}
+        for param in self.arguments.param_names:
+            values = argument_choices(self.arguments, param)
+            if values:
+                self.choices[param] = values
         self.wire = list_entry(fn, {"name": name}, title=title, description=description,
                                arguments=listed, icons=icons, _meta=meta)  # fmt: skip
 
@@ -107,3 +120,37 @@ class Prompt(Registered):
 
     def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
         return to_messages(value)
+
+
+def argument_choices(arguments: ArgumentSpec, name: str) -> list[str]:
+    """The values argument ``name`` may take when its type allows only a few: the members of
+    a ``Literal`` or the values of an enum (also inside ``X | None``), as strings the
+    prompt accepts. Empty for an open type such as ``str``, or a union with one."""
+    schema = arguments.input_schema["properties"][name]
+    options = schema.get("anyOf") or schema.get("oneOf") or [schema]
+    candidates: list[Any] = []
+    for option in options:
+        if not isinstance(option, dict):
+            return []
+        if "enum" in option:
+            candidates.extend(option["enum"])
+        elif "const" in option:
+            candidates.append(option["const"])
+        elif option.get("type") != "null":
+            return []
+    texts = dict.fromkeys(
+        value if isinstance(value, str) else str(value)
+        for value in candidates
+        if isinstance(value, str | int) and not isinstance(value, bool)
+    )
+    # Arguments arrive as strings: offer only those the prompt takes (an IntEnum's "1"
+    # converts, a Literal[1]'s does not).
+    return [text for text in texts if _accepts(arguments, name, text)]
+
+
+def _accepts(arguments: ArgumentSpec, name: str, text: str) -> bool:
+    try:
+        arguments.validate({name: text})
+    except pydantic.ValidationError as exc:
+        return not any(error["loc"][:1] == (name,) for error in exc.errors())
+    return True

@@ -53,7 +53,7 @@ def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
         offered["resources"] = {"subscribe": True, "listChanged": True}
     if registry.prompts:
         offered["prompts"] = {"listChanged": True}
-    if registry.completers:
+    if registry.completers or any(prompt.choices for prompt in registry.prompts.values()):
         offered["completions"] = {}
     if settings.client_logging:
         offered["logging"] = {}

@@ -87,7 +87,16 @@ def run_http(
     and scheme from ``X-Forwarded-*`` (``proxy_headers``): mcpserve reads neither, and it
     costs about a tenth of a request's time.
     """
-    import uvicorn
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:  # mcpserve installed without the http extra
+        if exc.name != "uvicorn":
+            raise
+        raise ModuleNotFoundError(
+            'server.run("http") needs uvicorn, which the http extra installs: '
+            'pip install "mcpserve[http]"',
+            name="uvicorn",
+        ) from None
 
     app = build_http_app(server, path, bind_host=host, **app_options)
 
