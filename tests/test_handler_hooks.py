@@ -599,3 +599,24 @@ async def test_middleware_sees_an_http_initialize_and_may_refuse_it() -> None:
     assert refused.json()["error"] == {"code": -32600, "message": "This client is not welcome"}
     assert "mcp-session-id" not in refused.headers
     assert seen == [("initialize", "2025-11-25"), ("initialize", "2025-11-25")]
+
+
+async def test_listed_resources_reach_clients_over_http_and_stdio_paged() -> None:
+    server = listing_server("async")
+    async with asgi_client(server.http_app(authenticate=lambda h: Auth(principal="ana"))) as http:
+        first = await post(http, request(1, "resources/list"))
+        second = await post(
+            http, request(2, "resources/list", {"cursor": first.result["nextCursor"]})
+        )
+    assert [entry["uri"] for entry in first.result["resources"]] == ["notes://pinned", "notes://0"]
+    assert second.result["resources"] == [
+        {"uri": "notes://1", "name": "note 1", "description": "for ana"},
+        {"uri": "notes://2", "name": "note 2", "description": "for ana"},
+    ]
+    async with stdio(listing_server("blocking")) as wire:
+        wire.send(request(1, "resources/list"))
+        listed = await wire.next()
+    assert [entry["uri"] for entry in listed["result"]["resources"]] == [
+        "notes://pinned",
+        "notes://0",
+    ]
