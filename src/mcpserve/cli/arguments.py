@@ -1,0 +1,163 @@
+"""``key=value`` words on the command line, read as the arguments a tool or prompt takes.
+
+A shell gives only strings, so a tool argument's value is read the way its ``inputSchema``
+says: each word is tried first as JSON (``3``, ``true``, ``null``, ``["a","b"]``,
+``{"k": 1}``, ``"quoted"``) and then as the plain string, and the first reading that fits the
+argument's schema is sent. So ``isbn=9780441013593`` stays a string for a string argument
+(the number does not fit) while ``count=3`` is an integer for an integer one. An argument the
+schema does not describe is sent as JSON when it parses as JSON, else as the string.
+
+When no reading fits, the error names the argument, the type it expects and why the value
+does not fit; a missing required argument and a name the tool does not take are errors too,
+before anything is sent. Prompt arguments are always strings: only their names are checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+
+SYNTAX = 'KEY=VALUE (e.g. isbn=9780441013593, count=3, tags=\'["a","b"]\', draft=true)'
+
+
+class ArgumentError(ValueError):
+    """A ``key=value`` word that cannot be sent; the message says how to write it."""
+
+
+def split_pairs(words: Iterable[str]) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` as ``{"a": "1", "b": "x=y"}``: split at the first ``=``."""
+    pairs: dict[str, str] = {}
+    for word in words:
+        key, equals, value = word.partition("=")
+        if not equals or not key:
+            raise ArgumentError(f"Expected {SYNTAX}, got {word!r}")
+        if key in pairs:
+            raise ArgumentError(f"Argument {key!r} is given twice; give it once")
+        pairs[key] = value
+    return pairs
+
+
+def tool_arguments(words: Iterable[str], schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``arguments`` of a ``tools/call``, each value read by ``schema`` (inputSchema)."""
+    pairs = split_pairs(words)
+    properties: dict[str, Any] = schema.get("properties") or {}
+    if schema.get("additionalProperties") is False:
+        unknown = [key for key in pairs if key not in properties]
+        if unknown:
+            takes = ", ".join(properties) or "no arguments"
+            raise ArgumentError(f"This tool has no argument {unknown[0]!r}; it takes: {takes}")
+    missing = [name for name in schema.get("required") or () if name not in pairs]
+    if missing:
+        name = missing[0]
+        kind = describe(properties.get(name, {}), schema)
+        raise ArgumentError(f"Missing argument {name!r} ({kind}): add {name}=VALUE")
+    definitions: dict[str, Any] = {
+        key: schema[key] for key in ("$defs", "definitions") if key in schema
+    }
+    return {
+        key: _read(key, raw, properties[key], definitions) if key in properties else _guess(raw)
+        for key, raw in pairs.items()
+    }
+
+
+def _guess(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _read(key: str, raw: str, schema: Any, definitions: dict[str, Any]) -> Any:
+    # The argument's schema inside a document with the tool's $defs, so "#/$defs/X" resolves.
+    document = {**definitions, **schema} if isinstance(schema, dict) else schema
+    validator = jsonschema.Draft202012Validator(document)
+    readings: list[Any] = []
+    with contextlib.suppress(ValueError):
+        readings.append(json.loads(raw))
+    if raw not in readings:
+        readings.append(raw)
+    failures: list[jsonschema.exceptions.ValidationError] = []
+    for reading in readings:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(reading))
+        if error is None:
+            return reading
+        failures.append(error)
+    # A reading of the right type that breaks a constraint (minimum, pattern...) says more
+    # than "not an integer": report that one when there is one.
+    why = next((e.message for e in failures if e.validator not in _TYPE_CHECKS), None)
+    expected = describe(schema, definitions)
+    hint = ""
+    if "[]" in expected:
+        hint = f'; write an array as JSON: {key}=\'["a","b"]\''
+    elif "object" in expected:
+        hint = f'; write an object as JSON: {key}=\'{{"name": "value"}}\''
+    detail = f": {why}" if why else ""
+    raise ArgumentError(f"Argument {key!r} expects {expected}, got {raw!r}{detail}{hint}")
+
+
+_TYPE_CHECKS = frozenset({"type", "anyOf", "oneOf", "enum", "const", "$ref"})
+
+
+def describe(schema: Any, root: dict[str, Any] | None = None) -> str:
+    """A JSON schema in a few words: ``integer``, ``string[]``, ``"red" | "blue"``."""
+    if not isinstance(schema, dict):
+        return "any"
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and root is not None:
+        target = _resolve(ref, root)
+        if target is not None:
+            return describe(target, root)
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if isinstance(schema.get("enum"), list):
+        return " | ".join(json.dumps(value) for value in schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        options = schema.get(combinator)
+        if isinstance(options, list) and options:
+            return " | ".join(describe(option, root) for option in options)
+    kind = schema.get("type")
+    kinds: Sequence[Any] = kind if isinstance(kind, list) else [kind] if kind else []
+    if not kinds:
+        return "any"
+    words = []
+    for one in kinds:
+        if one == "array":
+            items = describe(schema.get("items"), root)
+            words.append(f"({items})[]" if " | " in items else f"{items}[]")
+        elif one == "string" and isinstance(schema.get("format"), str):
+            words.append(f"string ({schema['format']})")
+        else:
+            words.append(str(one))
+    return " | ".join(words)
+
+
+def _resolve(ref: str, root: dict[str, Any]) -> Any:
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def prompt_arguments(words: Iterable[str], declared: list[dict[str, Any]]) -> dict[str, str]:
+    """The ``arguments`` of a ``prompts/get``: strings, checked against the prompt's list."""
+    pairs = split_pairs(words)
+    names = [argument["name"] for argument in declared]
+    unknown = [key for key in pairs if key not in names]
+    if unknown:
+        takes = ", ".join(names) or "no arguments"
+        raise ArgumentError(f"This prompt has no argument {unknown[0]!r}; it takes: {takes}")
+    for argument in declared:
+        if argument.get("required") and argument["name"] not in pairs:
+            raise ArgumentError(
+                f"Missing argument {argument['name']!r}: add {argument['name']}=VALUE"
+            )
+    return pairs

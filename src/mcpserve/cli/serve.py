@@ -1,0 +1,177 @@
+"""``mcpserve run`` (serve a target over stdio or HTTP) and ``mcpserve keygen``.
+
+stdio and single-process HTTP import the target here and call ``server.run``. HTTP with
+``--workers N`` or ``--reload`` hands uvicorn an import string instead
+(:func:`worker_app`, an app factory), so each process uvicorn starts imports the target
+itself; the target, path and host travel in ``MCPSERVE_WORKER_*`` environment variables,
+which those processes inherit.
+
+``--reload`` is uvicorn's own reloader: it watches the target's directory for changed
+``*.py`` files (with watchfiles, which the cli extra installs; uvicorn polls without it)
+and starts a fresh worker process, which imports the edited target anew. It is for HTTP
+only: a stdio server's client owns the pipes, and a restarted process would not get them
+back.
+
+``--env-file`` is read before anything else, so the target's module-level code sees it;
+the processes uvicorn starts inherit it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
+from .targets import display_name, load_server, target_file
+from .terminal import say
+from .use import read_env_file
+
+NEEDS_HTTP = (
+    'Serving HTTP needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
+)
+_ENV_TARGET = "MCPSERVE_WORKER_TARGET"
+_ENV_PATH = "MCPSERVE_WORKER_PATH"
+_ENV_HOST = "MCPSERVE_WORKER_HOST"
+
+
+@click.command()
+@click.argument("target")
+@click.option("--http", "use_http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
+@click.option("--port", default=8000, show_default=True, type=int, help="HTTP port.")
+@click.option("--path", default="/mcp", show_default=True, help="HTTP endpoint path.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="HTTP worker processes (needs MCPSERVE_STATE_KEYS when more than 1).",
+)
+@click.option(
+    "--reload",
+    is_flag=True,
+    help="HTTP: restart the server when a .py file in the target's directory changes.",
+)
+@click.option(
+    "--env-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read KEY=VALUE lines into the environment before importing TARGET.",
+)
+@click.option(
+    "--access-log",
+    is_flag=True,
+    help="HTTP: log every request (off by default; errors are always logged).",
+)
+@click.option(
+    "--proxy-headers",
+    is_flag=True,
+    help="HTTP: let uvicorn take client addresses from X-Forwarded-For (off by default).",
+)
+@click.option(
+    "--shutdown-grace",
+    default=DEFAULT_SHUTDOWN_GRACE,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="stdio: seconds requests still running when stdin closes get to answer.",
+)
+def run(
+    target: str,
+    use_http: bool,
+    host: str,
+    port: int,
+    path: str,
+    workers: int,
+    reload: bool,
+    env_file: Path | None,
+    access_log: bool,
+    proxy_headers: bool,
+    shutdown_grace: float,
+) -> None:
+    """Serve TARGET over stdio or HTTP.
+
+    TARGET is file.py[:server] or module[:server]; without :server, the module's server,
+    app or mcp, or its only Server, is served.
+    """
+    if reload and not use_http:
+        raise click.UsageError(
+            "--reload needs --http: a stdio server's pipes belong to the client that started "
+            "it, so a restarted server could not get them back. Use "
+            f"mcpserve run {target} --http --reload, or restart the stdio client instead"
+        )
+    if reload and workers > 1:
+        raise click.UsageError("--reload runs one server process; leave out --workers")
+    if use_http:
+        require_uvicorn()  # before the target is imported: say what is missing first
+    read_env_file(env_file)
+    if reload:
+        serve_reloading(target, host=host, port=port, path=path, access_log=access_log,
+                        proxy_headers=proxy_headers)  # fmt: skip
+        return
+    server = load_server(target)
+    if not use_http:
+        server.run("stdio", shutdown_grace=shutdown_grace)
+        return
+    if workers == 1:
+        server.run("http", host=host, port=port, path=path, access_log=access_log,
+                   proxy_headers=proxy_headers)  # fmt: skip
+        return
+    try:
+        server.require_shared_state_keys(workers)
+    except RuntimeError as exc:
+        raise click.UsageError(str(exc)) from None
+    import uvicorn
+
+    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
+    uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
+                workers=workers, lifespan="on", loop="auto", http="auto",
+                access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
+
+
+def serve_reloading(target: str, *, host: str, port: int, path: str, **options: Any) -> None:
+    """Serve HTTP under uvicorn's reloader, watching the target's directory."""
+    import uvicorn
+
+    # Checked here, once: the reloader would otherwise report a missing file only from
+    # each worker it starts. The target is not imported here; every worker imports it.
+    file = target_file(target)
+    watched = (file.resolve().parent if file is not None else Path.cwd()).resolve()
+    say(f"Serving {display_name(target)} at http://{host}:{port}{path}, restarting when "
+        f"a .py file in {watched} changes")  # fmt: skip
+    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
+    uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
+                reload=True, reload_dirs=[str(watched)], lifespan="on", loop="auto",
+                http="auto", **options)  # fmt: skip
+
+
+def require_uvicorn() -> None:
+    """Fail with the extra to install, not a ``ModuleNotFoundError``, without uvicorn."""
+    try:
+        importlib.import_module("uvicorn")
+    except ModuleNotFoundError as exc:
+        if exc.name != "uvicorn":
+            raise
+        raise click.ClickException(NEEDS_HTTP) from None
+
+
+def worker_app() -> Any:
+    """The ASGI app of one process started by ``run --workers N`` or ``run --reload``."""
+    from ..transports.serve import end_listens_on_exit_signals
+
+    server = load_server(os.environ[_ENV_TARGET])
+    end_listens_on_exit_signals(server)  # uvicorn stops a worker with SIGTERM
+    return server.http_app(os.environ[_ENV_PATH], bind_host=os.environ[_ENV_HOST])
+
+
+@click.command()
+def keygen() -> None:
+    """Print a new key for MCPSERVE_STATE_KEYS.
+
+    Give every process of a deployment the same keys; prepend a new one to rotate.
+    """
+    from ..protocol.request_state import generate_key
+
+    click.echo(generate_key())

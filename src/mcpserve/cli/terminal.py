@@ -1,0 +1,178 @@
+"""A person at the terminal as the client's user: answering what a server asks mid-call.
+
+* Elicitation (a form): the message is shown, the user picks accept, decline or cancel, and
+  on accept each field of ``requestedSchema`` is asked for with a click prompt typed by the
+  field (string, number, integer, boolean, a choice for ``enum``/``oneOf``, a comma-separated
+  list for an array of choices). An optional field left empty is left out. A URL
+  elicitation shows the URL and asks for the action only.
+* Sampling: the messages are shown and the user types the reply, sent as the model's.
+* Roots: the current directory, as a ``file://`` root; no question asked.
+
+Everything is written to stderr, so stdout keeps only the command's result. The handlers
+are plain functions, run on the event loop: while a person types there is nothing else
+to do, and Ctrl-C then interrupts the prompt itself (a prompt in a worker thread would
+leave the process waiting for that thread after the interrupt).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:  # generic in newer click, so subscripted only for the type checker
+    ParamType = click.ParamType[Any]
+else:
+    ParamType = click.ParamType
+
+#: What the CLI client declares: it can answer every kind a server may ask.
+CAPABILITIES: dict[str, Any] = {
+    "elicitation": {"form": {}, "url": {}},
+    "sampling": {},
+    "roots": {},
+}
+
+_ACTIONS = click.Choice(["accept", "decline", "cancel"])
+_KINDS: dict[str, ParamType] = {
+    "integer": click.INT,
+    "number": click.FLOAT,
+    "boolean": click.BOOL,
+}
+
+
+def say(message: str) -> None:
+    """A progress line or a question's context: stderr, so stdout stays the result."""
+    click.echo(message, err=True)
+
+
+def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    """Answer ``elicitation/create`` by asking at the terminal."""
+    say(f"The server asks: {params.get('message', '')}")
+    if params.get("mode") == "url":
+        say(f"  Open: {params.get('url')}")
+    action = click.prompt("Answer", type=_ACTIONS, default="accept", err=True)
+    if action != "accept":
+        return {"action": action}
+    if params.get("mode") == "url":
+        return {"action": "accept"}
+    schema = params.get("requestedSchema") or {}
+    required = set(schema.get("required") or ())
+    content: dict[str, Any] = {}
+    for name, field in (schema.get("properties") or {}).items():
+        value = ask_field(name, field if isinstance(field, dict) else {}, name in required)
+        if value is not None:
+            content[name] = value
+    return {"action": "accept", "content": content}
+
+
+def ask_field(name: str, field: dict[str, Any], required: bool) -> Any:
+    """One form field, prompted for by its type; ``None`` for an optional one left empty."""
+    label = field.get("title") or name
+    if field.get("description"):
+        label = f"{label} ({field['description']})"
+    choices = _choices(field)
+    multiple = field.get("type") == "array"
+    kind: ParamType
+    if choices is not None:
+        kind = _ChoiceList(choices) if multiple else _Choice(choices)
+        label = f"{label} [{', '.join(choices)}]" + (" (comma-separated)" if multiple else "")
+    else:
+        kind = _KINDS.get(str(field.get("type")), click.STRING)
+    default = field.get("default")
+    if isinstance(default, list):
+        default = ",".join(str(item) for item in default)
+    if required and default is None:
+        return click.prompt(label, type=kind, err=True, show_choices=False)
+    # Optional: an empty answer means "leave it out", so the prompt takes text and the
+    # type converts only what was typed.
+    return click.prompt(label, type=_Optional(kind), err=True, show_choices=False,
+                        default="" if default is None else default,
+                        show_default=default is not None)  # fmt: skip
+
+
+def _choices(field: dict[str, Any]) -> dict[str, Any] | None:
+    """The values a field may take, by the text the user types for each."""
+    holder = field.get("items") if field.get("type") == "array" else field
+    if not isinstance(holder, dict):
+        return None
+    if isinstance(holder.get("enum"), list):
+        return {str(value): value for value in holder["enum"]}
+    options = holder.get("oneOf") or holder.get("anyOf")
+    if isinstance(options, list) and all(isinstance(o, dict) and "const" in o for o in options):
+        return {str(option["const"]): option["const"] for option in options}
+    return None
+
+
+class _Choice(ParamType):
+    name = "choice"
+
+    def __init__(self, choices: dict[str, Any]) -> None:
+        self.choices = choices
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.choices:
+            return self.choices[value]
+        if value in self.choices.values():
+            return value
+        return self.fail(f"{value!r} is not one of: {', '.join(self.choices)}", param, ctx)
+
+
+class _ChoiceList(_Choice):
+    name = "choices"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, list):
+            return value
+        words = [word.strip() for word in str(value).split(",") if word.strip()]
+        return [super(_ChoiceList, self).convert(word, param, ctx) for word in words]
+
+
+class _Optional(ParamType):
+    """``inner``, except that an empty answer is ``None`` (the field left out)."""
+
+    name = "optional"
+
+    def __init__(self, inner: ParamType) -> None:
+        self.inner = inner
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "" or value is None:
+            return None
+        return self.inner.convert(value, param, ctx)
+
+
+def sample(params: dict[str, Any]) -> dict[str, Any]:
+    """Answer ``sampling/createMessage`` with the reply the user types."""
+    say("The server asks for a model reply to:")
+    if params.get("systemPrompt"):
+        say(f"  [system] {params['systemPrompt']}")
+    for message in params.get("messages") or []:
+        say(f"  [{message.get('role', '?')}] {_content_text(message.get('content'))}")
+    reply = click.prompt("Reply", err=True)
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": reply},
+        "model": "mcpserve-cli (typed at the terminal)",
+        "stopReason": "endTurn",
+    }
+
+
+def _content_text(content: Any) -> str:
+    blocks = content if isinstance(content, list) else [content]
+    parts = []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, dict):
+            parts.append(f"<{block.get('type')} {block.get('mimeType', '')}>".replace(" >", ">"))
+        else:
+            parts.append(json.dumps(block))
+    return " ".join(parts)
+
+
+def list_roots(params: dict[str, Any]) -> dict[str, Any]:
+    """Answer ``roots/list``: the current directory."""
+    here = Path.cwd()
+    return {"roots": [{"uri": here.as_uri(), "name": here.name or str(here)}]}

@@ -1,0 +1,234 @@
+"""``inspect``, ``call``, ``read`` and ``prompt``: a server used from the terminal.
+
+Each command connects a :class:`~mcpserve.Client` to the target and makes one or a few
+requests. By default the target is imported into this process and driven in memory
+(``Client(server)``: every message still passes through the JSON encoder). With
+``--stdio`` it is started as a subprocess (``python -m mcpserve.cli run TARGET``) and
+spoken to over its pipes, exactly as a desktop client would.
+
+The client answers what the server asks mid-call through :mod:`.terminal` (the person at
+the terminal fills in forms and types model replies; roots are the current directory), and
+shows a tool's progress notifications on stderr. Output is :mod:`.output`'s; ``--json``
+prints each raw result instead. A tool result with ``isError`` and a JSON-RPC error both
+exit with status 1, the message on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from . import output, terminal
+from .arguments import ArgumentError, prompt_arguments, tool_arguments
+from .envfile import EnvFileError, load_env_file
+from .targets import display_name, load_server, target_file
+
+if TYPE_CHECKING:
+    from ..client.client import Client
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def client_options(fn: F) -> F:
+    """The options every client command takes, and its TARGET argument."""
+    fn = click.option("--json", "as_json", is_flag=True, help="Print the raw JSON result.")(fn)
+    fn = click.option("--stdio", "over_stdio", is_flag=True,
+                      help="Start TARGET as a subprocess; talk to it over stdio.")(fn)  # fmt: skip
+    fn = click.option("--env-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                      help="Read KEY=VALUE lines into the environment first.")(fn)  # fmt: skip
+    return click.argument("target")(fn)
+
+
+def read_env_file(path: Path | None) -> None:
+    """Load ``--env-file``, turning a malformed line into a usage error."""
+    if path is None:
+        return
+    try:
+        load_env_file(path)
+    except EnvFileError as exc:
+        raise click.UsageError(f"{exc}; fix that line of the env file") from None
+
+
+@contextlib.asynccontextmanager
+async def connect(target: str, over_stdio: bool) -> AsyncIterator[Client]:
+    """A client of ``target``, in memory or over stdio, that asks the terminal for input."""
+    from ..client.client import Client
+
+    handlers: dict[str, Any] = {
+        "capabilities": terminal.CAPABILITIES,
+        "on_elicit": terminal.elicit,
+        "on_sample": terminal.sample,
+        "on_list_roots": terminal.list_roots,
+    }
+    name = display_name(target)
+    if over_stdio:
+        target_file(target)  # a missing file is said here, not by a child that exits
+        terminal.say(f"Starting {name} over stdio...")
+        command = [sys.executable, "-m", "mcpserve.cli", "run", target]
+        client = Client.stdio(command, **handlers)
+    else:
+        terminal.say(f"Loading {name}...")
+        client = Client(load_server(target), **handlers)
+    try:
+        async with client:
+            yield client
+    except ConnectionError:
+        raise click.ClickException(
+            f"{name} stopped before it answered; its error is printed above "
+            f"(try: mcpserve run {target})"
+        ) from None
+
+
+def run_async(coroutine: Coroutine[Any, Any, int]) -> int:
+    """Run a command's body, turning a JSON-RPC error into an exit with status 1."""
+    from ..protocol.errors import MCPError
+
+    try:
+        return asyncio.run(coroutine)
+    except MCPError as exc:
+        detail = f" (data: {json.dumps(exc.data)})" if exc.data is not None else ""
+        raise click.ClickException(f"The server answered error {exc.code}: {exc}{detail}") from None
+    except ArgumentError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def command_body(fn: Callable[..., Coroutine[Any, Any, int]]) -> Callable[..., None]:
+    """A click command's callback made of an ``async def`` that returns the exit status:
+    the env file read first, errors turned into messages."""
+
+    @wraps(fn)
+    def body(env_file: Path | None, **kwargs: Any) -> None:
+        read_env_file(env_file)
+        status = run_async(fn(**kwargs))
+        if status:
+            sys.exit(status)
+
+    return body
+
+
+def _progress(progress: float, total: float | None, message: str | None) -> None:
+    done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+    terminal.say(f"  progress {done}" + (f": {message}" if message else ""))
+
+
+@click.command()
+@client_options
+@command_body
+async def inspect(target: str, over_stdio: bool, as_json: bool) -> int:
+    """Show TARGET's tools, resources and prompts.
+
+    Every tool with its arguments (type, required, default) and options, then resources,
+    resource templates and prompts; --json prints them as the server listed them.
+    TARGET is file.py[:server] or module[:server].
+    """
+    async with connect(target, over_stdio) as client:
+        discovered = await client.discover()
+        client.discovered(discovered)
+        found: dict[str, Any] = {"server": client.server_info,
+                                 "capabilities": client.server_capabilities}  # fmt: skip
+        offered = client.server_capabilities
+        if "tools" in offered:
+            found["tools"] = await client.list_tools()
+        if "resources" in offered:
+            found["resources"] = await client.list_resources()
+            found["resourceTemplates"] = await client.list_resource_templates()
+        if "prompts" in offered:
+            found["prompts"] = await client.list_prompts()
+    if as_json:
+        output.show_json(found)
+    else:
+        click.echo(output.inspection_text(found))
+    return 0
+
+
+@click.command()
+@client_options
+@click.argument("tool")
+@click.argument("arguments", nargs=-1, metavar="[KEY=VALUE]...")
+@command_body
+async def call(
+    target: str, tool: str, arguments: tuple[str, ...], over_stdio: bool, as_json: bool
+) -> int:
+    """Call TOOL with KEY=VALUE arguments.
+
+    Each value is read as the tool's input schema says: isbn=9780441013593 stays a string
+    for a string argument, count=3 is an integer for an integer one; write arrays and
+    objects as JSON (tags='["a","b"]'), booleans as true or false.
+
+    \b
+    mcpserve call app.py add_book title=Dune year=1965
+    mcpserve call app.py add_book title=Dune --stdio --json
+    """
+    async with connect(target, over_stdio) as client:
+        tools = {entry["name"]: entry for entry in await client.list_tools()}
+        if tool not in tools:
+            names = ", ".join(tools) or "none"
+            raise click.UsageError(f"{display_name(target)} has no tool {tool!r} (its "
+                                   f"tools: {names}); see them with: mcpserve inspect "
+                                   f"{target}")  # fmt: skip
+        sent = tool_arguments(arguments, tools[tool].get("inputSchema") or {})
+        terminal.say(f"Calling {tool}...")
+        result = await client.call_tool(tool, sent, on_progress=_progress)
+    if as_json:
+        output.show_json(result)
+    elif result.get("resultType") == "input_required":
+        raise click.ClickException("The tool kept asking for input; gave up after 10 rounds")
+    else:
+        output.show_tool_result(result)
+    return 1 if result.get("isError") else 0
+
+
+@click.command()
+@client_options
+@click.argument("uri")
+@command_body
+async def read(target: str, uri: str, over_stdio: bool, as_json: bool) -> int:
+    """Read the resource at URI.
+
+    \b
+    mcpserve read app.py notes://1
+    """
+    async with connect(target, over_stdio) as client:
+        result = await client.read_resource(uri)
+    if as_json:
+        output.show_json(result)
+    else:
+        output.show_resource(result)
+    return 0
+
+
+@click.command()
+@client_options
+@click.argument("name")
+@click.argument("arguments", nargs=-1, metavar="[KEY=VALUE]...")
+@command_body
+async def prompt(
+    target: str, name: str, arguments: tuple[str, ...], over_stdio: bool, as_json: bool
+) -> int:
+    """Get prompt NAME with KEY=VALUE arguments.
+
+    \b
+    mcpserve prompt app.py summarize topic=tea
+    """
+    async with connect(target, over_stdio) as client:
+        prompts = {entry["name"]: entry for entry in await client.list_prompts()}
+        if name not in prompts:
+            names = ", ".join(prompts) or "none"
+            raise click.UsageError(f"{display_name(target)} has no prompt {name!r} (its "
+                                   f"prompts: {names}); see them with: mcpserve inspect "
+                                   f"{target}")  # fmt: skip
+        sent = prompt_arguments(arguments, prompts[name].get("arguments") or [])
+        result = await client.get_prompt(name, sent)
+    if as_json:
+        output.show_json(result)
+    else:
+        output.show_prompt(result)
+    return 0
