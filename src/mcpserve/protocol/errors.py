@@ -5,12 +5,21 @@ A :class:`ToolError` is different: it is the tool telling the model something we
 so it becomes a ``CallToolResult`` with ``isError: true`` rather than a JSON-RPC error.
 Anything else raised by user code is unexpected: :func:`error_from_exception` logs it with
 a correlation id and hands the peer only that id.
+
+A test wants the opposite: the exception itself, not its id. :data:`raise_unexpected` names
+the task in which a caller awaits the answer and wants such exceptions raised
+(``Server(raise_exceptions=True)`` sets it around each in-memory request). Every place that
+would mask an unexpected exception calls :func:`reraise_unexpected` first, and in that task
+the exception propagates to the caller, with its own traceback. Anywhere else (a task
+tool's background job, a worker thread) no one awaits it, and it is masked as ever.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+from contextvars import ContextVar
 from typing import Any
 
 from . import constants as c
@@ -140,6 +149,29 @@ class ToolError(Exception):
     """
 
 
+#: The task whose caller wants unexpected exceptions raised rather than masked. A context
+#: variable, so the request's handlers see it; tasks they start inherit it, but are not it.
+raise_unexpected: ContextVar[asyncio.Task[Any] | None] = ContextVar(
+    "mcpserve_raise_unexpected", default=None
+)
+
+
+def reraise_unexpected(exc: BaseException) -> None:
+    """Raise ``exc`` again if it is unexpected (neither an :class:`MCPError` nor a
+    :class:`ToolError`, which are answers) and this is the task :data:`raise_unexpected`
+    names."""
+    __tracebackhide__ = True  # pytest shows the handler's frames, not this one
+    answering = raise_unexpected.get()
+    if answering is None or isinstance(exc, MCPError | ToolError):
+        return
+    try:
+        current = asyncio.current_task()
+    except RuntimeError:  # a thread without a loop: no one awaits it here
+        return
+    if current is answering:
+        raise exc
+
+
 def new_ref() -> str:
     """A correlation id that ties a masked error to its log entry."""
     return os.urandom(6).hex()
@@ -156,6 +188,7 @@ def error_from_exception(exc: BaseException) -> MCPError:
         return exc
     if isinstance(exc, ToolError):
         return InternalError(str(exc))
+    reraise_unexpected(exc)
     ref = new_ref()
     logger.error("Unhandled error (ref %s)", ref, exc_info=exc)
     return InternalError(f"Internal error (ref {ref})")

@@ -20,7 +20,8 @@ A call takes the same steps for every kind:
    ``input_required``;
 5. invalid arguments go to :meth:`~Registered.refuse` and every other exception to
    :meth:`~Registered.fail`: each kind decides what the client sees (a tool answers
-   ``isError: true``, a prompt -32602, a template "resource not found");
+   ``isError: true``, a prompt -32602, a template "resource not found"), unless the caller
+   asked for unexpected exceptions raised (:func:`~mcpserve.protocol.errors.reraise_unexpected`);
 6. :meth:`~Registered.shape` turns the return value into the kind's result.
 """
 
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from ..protocol.errors import MCPError
+from ..protocol.errors import MCPError, reraise_unexpected
 from .context import Context
 from .handlers import is_synchronous, make_invoker
 from .rounds import InputRequired, NeedInput
@@ -152,6 +153,7 @@ class Registered(abc.ABC):
             return self.refuse(exc, ctx)
         if isinstance(exc, MCPError):
             raise exc
+        reraise_unexpected(exc)  # a test that asked sees it here, before any kind masks it
         return self.fail(exc)
 
     def finished(self, value: Any, ctx: Context) -> dict[str, Any]:

@@ -20,6 +20,7 @@ table and middleware, answering, the lifespan and serving.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import logging
@@ -32,7 +33,7 @@ from typing_extensions import TypeVar
 
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request, Send
-from ..protocol.errors import InvalidRequest, MCPError, error_from_exception
+from ..protocol.errors import InvalidRequest, MCPError, error_from_exception, raise_unexpected
 from ..protocol.jsonrpc import JSONDict, error_response
 from ..protocol.legacy import Session
 from ..protocol.meta import RequestMeta
@@ -124,8 +125,14 @@ class Server(Registering, Generic[StateT]):
         legacy_client_timeout_seconds: float = 120.0,
         task_store: TaskStore | str | None = None,
         auth: ResourceServer | TokenVerifier | None = None,
+        raise_exceptions: bool = False,
     ) -> None:
         self.name = name
+        #: For tests: an unexpected exception in a handler propagates out of :meth:`handle`
+        #: (so ``Client(server)`` raises it) instead of being masked as "Internal error (ref
+        #: ...)". Transports answer through the dispatcher, not ``handle``: the wire keeps
+        #: its answers whatever this says.
+        self.raise_exceptions = raise_exceptions
         #: Who may call over HTTP: OAuth bearer tokens, checked by a verifier
         #: (``mcpserve.auth``). stdio ignores it: whoever started the process is trusted,
         #: and credentials come from the environment.
@@ -338,9 +345,16 @@ class Server(Registering, Generic[StateT]):
         """Answer one decoded 2026-07-28 JSON-RPC message (``None`` for notifications).
 
         The in-process entry point (``Client(server)`` uses it): a legacy ``initialize`` is
-        refused here, since sessions belong to a transport (stdio, HTTP).
+        refused here, since sessions belong to a transport (stdio, HTTP). With
+        ``raise_exceptions``, a handler's unexpected exception is raised here, unmasked.
         """
-        return await self.dispatcher.handle(message, send=send, auth=auth)
+        if not self.raise_exceptions:
+            return await self.dispatcher.handle(message, send=send, auth=auth)
+        token = raise_unexpected.set(asyncio.current_task())
+        try:
+            return await self.dispatcher.handle(message, send=send, auth=auth)
+        finally:
+            raise_unexpected.reset(token)
 
     @property
     def lifespan_state(self) -> StateT:
