@@ -154,3 +154,17 @@ def restore_imports() -> Iterator[None]:
     for name in set(sys.modules) - modules:
         del sys.modules[name]
     sys.path[:] = path
+
+
+def test_dev_serves_the_page_and_the_endpoint_from_one_process(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(FIRST)
+    command = [sys.executable, "-m", "mcpserve.cli", "dev", str(app), "--port", "{port}"]
+    with http_server_process(tmp_path, args=command) as served:
+        page = httpx.get(f"http://127.0.0.1:{served.port}/", timeout=5)
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
+        assert tool_names(served.url) == ["first"]
+    log = served.log.read_text()
+    assert f"http://127.0.0.1:{served.port}/" in log  # it says where the page is
+    assert f"http://127.0.0.1:{served.port}/mcp" in log  # and the endpoint

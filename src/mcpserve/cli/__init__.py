@@ -6,7 +6,8 @@ here, so a new command is a new module and one ``add_command`` line:
 * :mod:`.serve`: ``run`` (stdio or HTTP, ``--reload``, ``--env-file``) and ``keygen``;
 * :mod:`.use`: ``inspect``, ``call``, ``read`` and ``prompt``, which drive a server as a
   client does, in this process or over stdio;
-* :mod:`.install`: ``install``, which writes a client application's config entry.
+* :mod:`.install`: ``install``, which writes a client application's config entry;
+* :mod:`.dev`: ``dev``, the server with a browser dev page (:mod:`mcpserve.dev`).
 
 Every target is ``file.py[:server]`` or ``module[:server]`` (:mod:`.targets`). Progress and
 prompts go to stderr, so stdout carries only results and can be piped.
@@ -27,6 +28,7 @@ except ModuleNotFoundError as exc:  # mcpserve installed without the cli extra
     raise SystemExit(NEEDS_CLI) from None
 
 # After the check above: every command module imports click.
+from .dev import dev  # noqa: E402
 from .install import install  # noqa: E402
 from .serve import NEEDS_HTTP, keygen, require_uvicorn, run, worker_app  # noqa: E402
 from .targets import load_server  # noqa: E402
@@ -48,3 +50,4 @@ main.add_command(call)
 main.add_command(read)
 main.add_command(prompt)
 main.add_command(install)
+main.add_command(dev)
