@@ -79,6 +79,12 @@ _SERVING = {
 }
 
 
+def _tracer(tracing: Any) -> Any:
+    from .tracing import tracer_for  # opentelemetry itself loads only if it is installed
+
+    return tracer_for(tracing)
+
+
 def _nothing(ctx: Context) -> JSONDict:
     return {}  # a notification nothing handles, after the middleware saw it
 
@@ -126,8 +132,12 @@ class Server(Registering, Generic[StateT]):
         task_store: TaskStore | str | None = None,
         auth: ResourceServer | TokenVerifier | None = None,
         raise_exceptions: bool = False,
+        tracing: Any = None,
     ) -> None:
         self.name = name
+        #: OpenTelemetry spans per request: None (on when installed and configured), False,
+        #: True, or a TracerProvider (see :mod:`.tracing`).
+        self.tracing = tracing
         #: For tests: an unexpected exception in a handler propagates out of :meth:`handle`
         #: (so ``Client(server)`` raises it) instead of being masked as "Internal error (ref
         #: ...)". Transports answer through the dispatcher, not ``handle``: the wire keeps
@@ -281,6 +291,12 @@ class Server(Registering, Generic[StateT]):
                 legacy = self._wrapped(legacy) if legacy is not None else None
                 notifications = self._wrapped(notifications)
                 any_notification = self._wrapped({"": Handler(call_inline=_nothing)})[""]
+            tracer = None if self.tracing is False else _tracer(self.tracing)
+            if tracer is not None:  # outside the middleware: its time is in the span
+                from .tracing import traced
+
+                table = traced(table, tracer)
+                legacy = traced(legacy, tracer) if legacy is not None else None
             self._dispatcher = Dispatcher(
                 table,
                 context=functools.partial(Context, runtime=self.runtime),
