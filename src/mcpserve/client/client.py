@@ -1,4 +1,5 @@
-"""A small async MCP client for the 2026-07-28 wire: for tests, scripts and tools.
+"""A small async MCP client for the 2026-07-28 wire (over HTTP, the handshake era too):
+for tests, scripts and tools.
 
 ::
 
@@ -9,9 +10,21 @@
     async with Client.stdio(["python", "app.py"]) as client:   # a subprocess
         ...
 
-Every request carries the full per-request ``_meta`` (protocol version, client info and
-capabilities). Results come back as the wire dicts; JSON-RPC errors raise
-:class:`~mcpserve.MCPError` with the server's code, message and data.
+    async with Client("http://127.0.0.1:8000/mcp") as client:   # Streamable HTTP
+        ...
+
+On 2026-07-28 every request carries the full per-request ``_meta`` (protocol version,
+client info and capabilities). Results come back as the wire dicts; JSON-RPC errors raise
+:class:`~mcpserve.MCPError` with the server's code, message and data. Unless pinned to a
+``protocol_version``, a client whose request is refused with ``UnsupportedProtocolVersion``
+naming a version it speaks sends it once more at that version.
+
+Over HTTP the client settles the era when it connects (:mod:`.eras`): ``server/discover``
+first, the ``initialize`` handshake if the server turns out to predate 2026-07-28 (pinned
+to a handshake-era version, straight to ``initialize``; to another, no probe). In that
+era requests carry no per-request ``_meta`` and the server's own requests (elicitation,
+sampling, roots) are answered by the same input handlers as ``input_required`` rounds.
+HTTP needs ``httpx``, imported only then.
 
 Give handlers to answer multi round-trip requests (elicitation, sampling, roots) as a real
 client does: one per kind, or ``on_input`` for every kind (a per-kind one wins for its
@@ -27,7 +40,9 @@ marked :func:`~mcpserve.blocking` (run in a thread); :mod:`.handlers` has the ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Mapping, Sequence
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +57,14 @@ from .connections import (
     StdioConnection,
     next_id,
 )
+from .eras import answer_request, modern_retry, negotiate, record
 from .handlers import ElicitHandler, Handlers, InputHandler, RootsHandler, SampleHandler
+from .listen import Subscription, notification_filter
+from .notifications import LogHandler, ProgressHandler, Router
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..server.server import Server
 
 DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": __version__}
@@ -60,18 +80,20 @@ class Client:
 
     def __init__(
         self,
-        server: Server | Connection,
+        server: Server | Connection | str,
         *,
         capabilities: dict[str, Any] | None = None,
         client_info: dict[str, Any] | None = None,
-        protocol_version: str = c.LATEST_VERSION,
+        protocol_version: str | None = None,
         log_level: str | None = None,
         on_notification: NotificationHandler | None = None,
         on_input: InputHandler | None = None,
         on_elicit: ElicitHandler | None = None,
         on_sample: SampleHandler | None = None,
         on_list_roots: RootsHandler | None = None,
+        on_log: LogHandler | None = None,
         max_input_rounds: int = 10,
+        timeout: float | None = None,
     ) -> None:
         """With input handlers (``on_elicit``, ``on_sample``, ``on_list_roots`` for their
         kind, ``on_input(method, params)`` for the rest), an ``input_required`` result is
@@ -85,9 +107,15 @@ class Client:
         nothing; given, they are sent exactly as they are.
 
         ``on_notification(message)`` hears every notification the server sends, for a
-        ``Server`` in memory or with :meth:`stdio` (a ``Connection`` you pass delivers its
-        own). Every handler may be ``async def``, plain ``def`` or ``@blocking`` ``def``
-        (:mod:`.handlers`)."""
+        ``Server`` in memory, with :meth:`stdio` or over HTTP (a ``Connection`` you pass
+        delivers its own). Every handler may be ``async def``, plain ``def`` or
+        ``@blocking`` ``def`` (:mod:`.handlers`). ``on_log(level, data, logger)`` hears the
+        server's log messages.
+
+        ``server`` is a ``Server`` (in memory), a ``Connection``, or the URL of a
+        Streamable HTTP endpoint (:meth:`http` takes more options). ``timeout`` bounds
+        every request, in seconds (``None``: no bound); ``request`` takes one per call.
+        A request that runs out raises ``TimeoutError`` and is cancelled on the server."""
         from ..server.server import Server
 
         self.handlers = Handlers(
@@ -97,17 +125,48 @@ class Client:
             on_list_roots=on_list_roots,
             on_notification=on_notification,
         )
+        self.router = Router(self.handlers, on_log)
+        if isinstance(server, str):
+            server = _http_connection(server)
         if isinstance(server, Server):
-            self.connection: Connection = MemoryConnection(server, self.handlers.on_notification)
+            self.connection: Connection = MemoryConnection(server, self.router)
         else:
             self.connection = server
+        attach = getattr(server, "attach", None)  # an HTTPConnection
+        if attach is not None:
+            # Shaped by the client, so the connection gets them only now (unless given).
+            attach(self.router, partial(answer_request, self.handlers))
         self.capabilities = (
             capabilities if capabilities is not None else self.handlers.capabilities()
         )
         self.client_info = client_info or DEFAULT_CLIENT_INFO
-        self.protocol_version = protocol_version
+        self.protocol_version = protocol_version or c.LATEST_VERSION
+        #: Given a version: speak that one only (no probe, no fallback, no retry).
+        self.pinned = protocol_version is not None
         self.log_level = log_level
         self.max_input_rounds = max_input_rounds
+        self.timeout = timeout
+        #: The handshake era (``initialize``) was agreed, rather than 2026-07-28.
+        self.legacy = False
+        #: What the server said about itself (discover, or the ``initialize`` result).
+        self.server_info: JSONDict = {}
+        self.server_capabilities: JSONDict = {}
+        self.instructions: str | None = None
+        self.subscriptions: set[Subscription] = set()
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client for a Streamable HTTP endpoint: ``headers`` go on every HTTP request;
+        an ``http_client`` of yours (proxies, TLS, event hooks) is used and left open."""
+        connection = _http_connection(url, headers=headers, http_client=http_client)
+        return cls(connection, **options)
 
     @classmethod
     def stdio(
@@ -124,11 +183,18 @@ class Client:
         client = cls(connection, on_notification=on_notification, **options)
         # Shaped by the client (it owns the threads a blocking handler runs in), so the
         # connection gets it only now.
-        connection.on_notification = client.handlers.on_notification
+        connection.on_notification = client.router
         return client
 
     async def __aenter__(self) -> Client:
         await self.connection.open()
+        if getattr(self.connection, "negotiates", False):
+            try:
+                await negotiate(self)
+            except BaseException:
+                await self.connection.close()
+                self.handlers.pool.shutdown()
+                raise
         return self
 
     async def __aexit__(
@@ -138,9 +204,17 @@ class Client:
         tb: TracebackType | None,
     ) -> None:
         try:
+            for subscription in list(self.subscriptions):
+                await subscription.aclose()
             await self.connection.close()
         finally:
             self.handlers.pool.shutdown()
+
+    def discovered(self, result: JSONDict) -> None:
+        """Keep what a discover or ``initialize`` result says about the server in
+        ``server_info``, ``server_capabilities`` and ``instructions`` (done by connecting
+        over HTTP, and by :meth:`discover`)."""
+        record(self, result)
 
     # -- the raw request ---------------------------------------------------------------------
 
@@ -151,7 +225,10 @@ class Client:
         progress_token: str | int | None = None,
         log_level: str | None = None,
     ) -> JSONDict:
-        """The per-request ``_meta`` this client sends."""
+        """The per-request ``_meta`` this client sends (in the handshake era, only a
+        progress token: the session holds the rest)."""
+        if self.legacy:
+            return {} if progress_token is None else {"progressToken": progress_token}
         meta: JSONDict = {
             c.META_PROTOCOL_VERSION: self.protocol_version,
             c.META_CLIENT_INFO: self.client_info,
@@ -174,34 +251,66 @@ class Client:
         capabilities: dict[str, Any] | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
+        on_progress: ProgressHandler | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the per-request bound SDKs offer
     ) -> JSONDict:
         """Send one request and return its result; a JSON-RPC error raises ``MCPError``.
 
         With an input handler, ``input_required`` results are answered and retried (see
-        :class:`Client`)."""
+        :class:`Client`). ``on_progress(progress, total, message)`` hears the request's
+        progress (under ``progress_token``, or one made up). ``timeout`` (seconds) bounds
+        each round, instead of the client's."""
+        if on_progress is not None:
+            progress_token = self.router.track_progress(on_progress, progress_token)
+        limit = self.timeout if timeout is None else timeout
         full_params = dict(params or {})
-        full_params["_meta"] = self.meta(
-            capabilities=capabilities, progress_token=progress_token, log_level=log_level
-        )
-        result = await self._send(method, full_params)
-        rounds = 0
-        while (
-            self.handlers.answers_input
-            and method in _RETRIED_METHODS
-            and result.get("resultType") == "input_required"
-            and rounds < self.max_input_rounds
-        ):
-            rounds += 1
-            retry = {k: v for k, v in full_params.items() if k not in _ROUND_KEYS}
-            retry["inputResponses"] = await self.handlers.answer(result.get("inputRequests") or {})
-            if "requestState" in result:
-                retry["requestState"] = result["requestState"]
-            result = await self._send(method, retry)
-        return result
+        if meta := self.meta(capabilities=capabilities, progress_token=progress_token,
+                             log_level=log_level):  # fmt: skip
+            full_params["_meta"] = meta
+        try:
+            result = await self._send(method, full_params, limit)
+            rounds = 0
+            while (
+                self.handlers.answers_input
+                and method in _RETRIED_METHODS
+                and result.get("resultType") == "input_required"
+                and rounds < self.max_input_rounds
+            ):
+                rounds += 1
+                retry = {k: v for k, v in full_params.items() if k not in _ROUND_KEYS}
+                requests = result.get("inputRequests") or {}
+                retry["inputResponses"] = await self.handlers.answer(requests)
+                if "requestState" in result:
+                    retry["requestState"] = result["requestState"]
+                result = await self._send(method, retry, limit)
+            return result
+        finally:
+            if on_progress is not None and progress_token is not None:
+                self.router.forget_progress(progress_token)
 
-    async def _send(self, method: str, params: JSONDict) -> JSONDict:
+    async def send_raw(self, method: str, params: JSONDict) -> JSONDict:
+        """Send ``params`` exactly as given (no ``_meta`` added, no rounds answered)."""
+        return await self._send(method, params, self.timeout)
+
+    async def _send(self, method: str, params: JSONDict, limit: float | None) -> JSONDict:
+        try:
+            return await self._exchange(method, params, limit)
+        except MCPError as exc:
+            # Asked for a version the server does not speak: once more at one it names.
+            version = None if self.legacy or self.pinned else modern_retry(exc)
+            meta = params.get("_meta")
+            if version is None or not isinstance(meta, dict):
+                raise
+            self.protocol_version = meta[c.META_PROTOCOL_VERSION] = version
+            return await self._exchange(method, params, limit)
+
+    async def _exchange(self, method: str, params: JSONDict, limit: float | None) -> JSONDict:
         message = {"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params}
-        response = await self.connection.request(message)
+        try:
+            async with asyncio.timeout(limit):
+                response = await self.connection.request(message)
+        except TimeoutError:
+            raise TimeoutError(f"{method} got no answer within {limit} s") from None
         if "error" in response:
             error = response["error"]
             raise MCPError(error.get("message", ""), code=error.get("code"), data=error.get("data"))
@@ -216,7 +325,29 @@ class Client:
     # -- conveniences ------------------------------------------------------------------------
 
     async def discover(self) -> JSONDict:
-        return await self.request("server/discover")
+        """``server/discover``; in the handshake era, the ``initialize`` result instead."""
+        if self.legacy:
+            return {"supportedVersions": [self.protocol_version], "serverInfo": self.server_info,
+                    "capabilities": self.server_capabilities}  # fmt: skip
+        result = await self.request("server/discover")
+        record(self, result)
+        return result
+
+    def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resources: Sequence[str] = (),
+    ) -> Subscription:
+        """A ``subscriptions/listen`` stream: ``async with`` it and ``async for`` its
+        notifications (:mod:`.listen`)."""
+        wanted = notification_filter(tools_list_changed=tools_list_changed,
+                                     prompts_list_changed=prompts_list_changed,
+                                     resources_list_changed=resources_list_changed,
+                                     resources=resources)  # fmt: skip
+        return Subscription(self, wanted)
 
     async def _list_all(self, method: str, key: str) -> list[JSONDict]:
         items: list[JSONDict] = []
@@ -277,3 +408,11 @@ class Client:
             params["context"] = {"arguments": context_arguments}
         result = await self.request("completion/complete", params)
         return result["completion"]  # type: ignore[no-any-return]
+
+
+def _http_connection(url: str, **options: Any) -> Connection:
+    try:
+        from .http import HTTPConnection
+    except ImportError as exc:  # httpx is not a dependency of the server side
+        raise ImportError("A Client over HTTP needs httpx: pip install httpx") from exc
+    return HTTPConnection(url, **options)

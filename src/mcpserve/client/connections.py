@@ -1,4 +1,5 @@
-"""How a :class:`~mcpserve.Client` reaches a server: in memory, or over a stdio pipe.
+"""How a :class:`~mcpserve.Client` reaches a server: in memory, or over a stdio pipe
+(Streamable HTTP is :mod:`.http`).
 
 Both connections move the same JSON-RPC dicts. The in-memory one round-trips every message
 through the JSON encoder, so anything a handler returns that would not survive the wire
@@ -134,7 +135,17 @@ class StdioConnection:
         future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
         self._pending[message["id"]] = future
         await self._write(message)
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # A pipe has no per-request stream to close: the server hears of it by
+            # notification (written without waiting: this task is being cancelled).
+            self._pending.pop(message["id"], None)
+            params = {"requestId": message["id"], "reason": "The client cancelled the request"}
+            cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                self._pipes()[0].write(dumps(cancelled) + b"\n")
+            raise
 
     async def notify(self, message: JSONDict) -> None:
         await self._write(message)

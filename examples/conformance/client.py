@@ -1,0 +1,168 @@
+"""The client program the official MCP conformance suite drives, built with mcpserve's Client.
+
+The suite (``conformance client --command ...``) starts a mock server per scenario and
+runs this program with the server's URL as the last argument, the scenario's name in
+``MCP_CONFORMANCE_SCENARIO`` and, for some scenarios, what to do in
+``MCP_CONFORMANCE_CONTEXT`` (JSON). It then scores what it saw on the wire, so the program
+only has to behave like an ordinary client: connect (the era is negotiated:
+``server/discover`` first, ``initialize`` against an older server), list what the server
+offers and use it. ``MCP_CONFORMANCE_PROTOCOL_VERSION`` names the revision the run is
+scored against; the program does not need it, since negotiation finds the same answer.
+
+Each scenario has a small function below; those the suite scores on generic behaviour
+(headers, ``_meta``, retries) share :func:`exercise`, which calls every tool, reads every
+resource and gets every prompt. Questions from the server (an ``input_required`` round, or
+a handshake-era request) are answered like a person who accepts every default.
+
+``scripts/conformance`` runs the suite with this program after the server legs; one
+scenario: ``scripts/conformance client --scenario sse-retry``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcpserve import Client
+
+JSON = dict[str, Any]
+#: Placeholder values for properties that must be filled and have no default.
+_PLACEHOLDERS: dict[str, Any] = {
+    "string": "conformance",
+    "integer": 1,
+    "number": 1,
+    "boolean": True,
+    "object": {},
+    "array": [],
+}
+
+
+def filled(schema: Any, *, only_required: bool) -> JSON:
+    """Values for an object schema's properties: each default, else a placeholder."""
+    if not isinstance(schema, dict):
+        return {}
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    values: JSON = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, dict):
+            continue
+        if "default" in prop:
+            values[name] = prop["default"]
+        elif not only_required or name in required:
+            if isinstance(prop.get("enum"), list) and prop["enum"]:
+                values[name] = prop["enum"][0]
+            else:
+                values[name] = _PLACEHOLDERS.get(prop.get("type"), "conformance")
+    return values
+
+
+def accept(params: JSON) -> JSON:
+    """Elicitation: accept, with every default the form offers (SEP-1034) filled in."""
+    return {
+        "action": "accept",
+        "content": filled(params.get("requestedSchema"), only_required=False),
+    }
+
+
+def sample(params: JSON) -> JSON:
+    return {"role": "assistant", "content": {"type": "text", "text": "Hello from the client"},
+            "model": "conformance-model", "stopReason": "endTurn"}  # fmt: skip
+
+
+def roots(params: JSON) -> JSON:
+    return {"roots": [{"uri": "file:///tmp/conformance", "name": "conformance"}]}
+
+
+def connect(url: str) -> Client:
+    return Client(url, on_elicit=accept, on_sample=sample, on_list_roots=roots, timeout=20)
+
+
+async def exercise(client: Client, context: JSON) -> None:
+    """Call every tool (with the scenario's arguments when it gives any), read every
+    resource, get every prompt."""
+    tools = await client.list_tools()
+    calls = context.get("toolCalls")
+    if isinstance(calls, list):
+        for call in calls:
+            show(await client.call_tool(call["name"], call.get("arguments") or {}))
+    else:
+        for tool in tools:
+            arguments = filled(tool.get("inputSchema"), only_required=True)
+            show(await client.call_tool(tool["name"], arguments))
+    if "resources" in client.server_capabilities:
+        for resource in await client.list_resources():
+            show(await client.read_resource(resource["uri"]))
+    if "prompts" in client.server_capabilities:
+        for prompt in await client.list_prompts():
+            arguments = {a["name"]: "conformance" for a in prompt.get("arguments") or ()
+                         if a.get("required")}  # fmt: skip
+            show(await client.get_prompt(prompt["name"], arguments))
+
+
+async def list_only(client: Client, context: JSON) -> None:
+    """List the tools and stop (the scenario watches what the client does not do)."""
+    show({"tools": [tool["name"] for tool in await client.list_tools()]})
+
+
+async def tools_call(client: Client, context: JSON) -> None:
+    await client.list_tools()
+    show(await client.call_tool("add_numbers", {"a": 5, "b": 3}))
+
+
+async def echo_schema(client: Client, context: JSON) -> None:
+    """Send the focal tool's inputSchema back through the echo tool, exactly as listed."""
+    tools = {tool["name"]: tool for tool in await client.list_tools()}
+    schema = tools["json_schema_2020_12_tool"]["inputSchema"]
+    show(await client.call_tool("json_schema_echo", {"schema": schema}))
+
+
+async def request_state(client: Client, context: JSON) -> None:
+    """The multi round-trip tools, in order (the unrelated one between the others)."""
+    await client.list_tools()
+    for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state",
+                 "test_mrtr_no_result_type"):  # fmt: skip
+        show(await client.call_tool(name))
+
+
+SCENARIOS: dict[str, Callable[[Client, JSON], Awaitable[None]]] = {
+    "initialize": list_only,
+    "tools_call": tools_call,
+    "elicitation-sep1034-client-defaults": exercise,
+    "sse-retry": exercise,
+    "request-metadata": exercise,
+    "sep-2322-client-request-state": request_state,
+    "http-standard-headers": exercise,
+    "http-custom-headers": exercise,
+    "http-invalid-tool-headers": exercise,
+    "json-schema-ref-no-deref": list_only,
+    "json-schema-2020-12-preservation": echo_schema,
+}
+
+
+def show(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False)[:500], flush=True)
+
+
+async def main() -> int:
+    url = sys.argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    run = SCENARIOS.get(scenario)
+    if run is None:
+        # Unknown (the auth scenarios: no OAuth client yet): fail rather than pass silently.
+        print(f"conformance client: no behaviour for scenario {scenario!r}", file=sys.stderr)
+        return 2
+    async with connect(url) as client:
+        show({"era": "handshake" if client.legacy else "2026-07-28",
+              "version": client.protocol_version})  # fmt: skip
+        await run(client, context)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
