@@ -493,3 +493,29 @@ def test_a_target_that_fails_over_stdio_shows_its_own_error_then_the_fix(
     assert "defines no Server object at module level" in done.stderr  # the child's
     assert f"plain.py stopped before it answered; its error is printed above (try: mcpserve " \
         f"run {path})" in done.stderr  # fmt: skip
+
+
+def test_call_inspect_and_read_reach_a_running_server_by_its_url(tmp_path: Path) -> None:
+    from wire_helpers import http_server_process
+
+    with http_server_process(tmp_path) as served:
+        runner = CliRunner()
+        called = runner.invoke(main, ["call", served.url, "add", "a=2", "b=40", "--json"])
+        inspected = runner.invoke(main, ["inspect", served.url, "--json"])
+        refused = runner.invoke(main, ["call", served.url, "add", "--stdio"])
+    assert called.exit_code == 0, called.output
+    assert json.loads(called.stdout)["structuredContent"] == {"total": 42}
+    assert inspected.exit_code == 0, inspected.output
+    assert "add" in [tool["name"] for tool in json.loads(inspected.stdout)["tools"]]
+    assert refused.exit_code == 2
+    assert "a URL is already running" in refused.output
+
+
+def test_an_unreachable_url_names_the_fix() -> None:
+    from wire_helpers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    result = CliRunner().invoke(main, ["inspect", url])
+    assert result.exit_code == 1
+    assert f"Cannot reach {url}" in result.output
+    assert "is the server running there?" in result.output

@@ -4,7 +4,9 @@ Each command connects a :class:`~mcpserve.Client` to the target and makes one or
 requests. By default the target is imported into this process and driven in memory
 (``Client(server)``: every message still passes through the JSON encoder). With
 ``--stdio`` it is started as a subprocess (``python -m mcpserve.cli run TARGET``) and
-spoken to over its pipes, exactly as a desktop client would.
+spoken to over its pipes, exactly as a desktop client would. A target that is a URL
+(``http://127.0.0.1:8000/mcp``) is a running server, reached over Streamable HTTP in
+whichever era it speaks.
 
 The client answers what the server asks mid-call through :mod:`.terminal` (the person at
 the terminal fills in forms and types model replies; roots are the current directory), and
@@ -68,6 +70,19 @@ async def connect(target: str, over_stdio: bool) -> AsyncIterator[Client]:
         "on_sample": terminal.sample,
         "on_list_roots": terminal.list_roots,
     }
+    if target.startswith(("http://", "https://")):
+        if over_stdio:
+            raise click.UsageError("--stdio starts a server from a file; a URL is already running")
+        terminal.say(f"Connecting to {target}...")
+        client = Client(target, **handlers)
+        try:
+            async with client:
+                yield client
+        except (OSError, ConnectionError) as exc:
+            raise click.ClickException(
+                f"Cannot reach {target} ({exc}); is the server running there?"
+            ) from None
+        return
     name = display_name(target)
     if over_stdio:
         target_file(target)  # a missing file is said here, not by a child that exits
