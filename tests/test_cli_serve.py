@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from click.testing import CliRunner
 
-from mcpserve import Client
+from mcpserve import Client, MCPError
 from mcpserve.cli import main
 from wire_helpers import child_env, decode_reply, encode, http_server_process, mcp_headers, request
 
@@ -80,13 +83,105 @@ def test_reload_restarts_the_http_server_when_the_target_file_changes(tmp_path: 
     assert f"restarting when a .py file in {folder} changes" in log
 
 
-def test_reload_without_http_is_refused_saying_why_and_what_to_run(tmp_path: Path) -> None:
-    app = tmp_path / "app.py"
+RESTARTED = "The server restarted (its source changed); send the request again"
+
+
+async def test_reload_over_stdio_keeps_the_clients_pipes_across_restarts(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    app = folder / "reloading.py"
     app.write_text(FIRST)
-    result = CliRunner().invoke(main, ["run", str(app), "--reload"])
-    assert result.exit_code == 2
-    assert "--reload needs --http: a stdio server's pipes belong to the client" in result.stderr
-    assert f"mcpserve run {app} --http --reload" in result.stderr
+    command = [sys.executable, "-m", "mcpserve.cli", "run", str(app), "--reload"]
+    async with Client.stdio(command, env=child_env(), timeout=30) as client:
+        assert [tool["name"] for tool in await client.list_tools()] == ["first"]
+        app.write_text(FIRST + SECOND)
+        names: list[str] = []
+        refusals: list[str] = []
+        deadline = time.monotonic() + 20
+        while names != ["first", "second"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            try:
+                names = [tool["name"] for tool in await client.list_tools()]
+            except MCPError as exc:  # the request in flight while the child was replaced
+                refusals.append(exc.message)
+        assert names == ["first", "second"]
+        assert set(refusals) <= {RESTARTED}
+        result = await client.call_tool("second", {})
+    assert result["content"] == [{"type": "text", "text": "two"}]
+
+
+async def test_reload_over_stdio_keeps_a_handshake_era_session(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    app = folder / "reloading.py"
+    app.write_text(FIRST)
+    command = [sys.executable, "-m", "mcpserve.cli", "run", str(app), "--reload"]
+    process = await asyncio.create_subprocess_exec(
+        *command, env=child_env(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+
+    async def ask(message: dict[str, Any]) -> dict[str, Any]:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        await process.stdin.drain()
+        return json.loads(await asyncio.wait_for(process.stdout.readline(), 20))  # type: ignore[no-any-return]
+
+    try:
+        started = await ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "old", "version": "1"}}})  # fmt: skip
+        assert started["result"]["protocolVersion"] == "2025-11-25"
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        listing = {"jsonrpc": "2.0", "method": "tools/list"}
+        first = await ask({**listing, "id": 2})
+        assert [tool["name"] for tool in first["result"]["tools"]] == ["first"]
+        app.write_text(FIRST + SECOND)
+        names: list[str] = []
+        deadline = time.monotonic() + 20
+        request_id = 3
+        while names != ["first", "second"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            answer = await ask({**listing, "id": request_id})
+            request_id += 1
+            if "result" in answer:  # the session's requests reach the new child
+                names = [tool["name"] for tool in answer["result"]["tools"]]
+        assert names == ["first", "second"]
+    finally:
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), 20)
+
+
+async def test_reload_over_stdio_answers_while_the_new_source_does_not_import(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    app = folder / "reloading.py"
+    app.write_text(FIRST)
+    command = [sys.executable, "-m", "mcpserve.cli", "run", str(app), "--reload"]
+    async with Client.stdio(command, env=child_env(), timeout=30) as client:
+        await client.list_tools()
+        app.write_text(FIRST + "\nthis is not python\n")
+        message = ""
+        deadline = time.monotonic() + 20
+        while "is not running" not in message and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            try:
+                await client.list_tools()
+            except MCPError as exc:
+                message = exc.message
+        assert "The server is not running (it exited with code 1)" in message
+        app.write_text(FIRST)  # fixed: the next change brings it back
+        names: list[str] = []
+        deadline = time.monotonic() + 20
+        while names != ["first"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            with contextlib.suppress(MCPError):
+                names = [tool["name"] for tool in await client.list_tools()]
+        assert names == ["first"]
 
 
 def test_reload_with_several_workers_is_refused(tmp_path: Path) -> None:

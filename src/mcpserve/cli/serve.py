@@ -6,11 +6,11 @@ stdio and single-process HTTP import the target here and call ``server.run``. HT
 itself; the target, path and host travel in ``MCPSERVE_WORKER_*`` environment variables,
 which those processes inherit.
 
-``--reload`` is uvicorn's own reloader: it watches the target's directory for changed
-``*.py`` files (with watchfiles, which the cli extra installs; uvicorn polls without it)
-and starts a fresh worker process, which imports the edited target anew. It is for HTTP
-only: a stdio server's client owns the pipes, and a restarted process would not get them
-back.
+``--reload`` over HTTP is uvicorn's own reloader: it watches the target's directory for
+changed ``*.py`` files (with watchfiles, which the cli extra installs; uvicorn polls without
+it) and starts a fresh worker process, which imports the edited target anew. Over stdio the
+client owns the pipes, so this process keeps them and relays to a server child it restarts
+(:mod:`.stdio_reload`).
 
 ``--env-file`` is read before anything else, so the target's module-level code sees it;
 the processes uvicorn starts inherit it.
@@ -18,6 +18,7 @@ the processes uvicorn starts inherit it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from pathlib import Path
@@ -97,11 +98,9 @@ def run(
     app or mcp, or its only Server, is served.
     """
     if reload and not use_http:
-        raise click.UsageError(
-            "--reload needs --http: a stdio server's pipes belong to the client that started "
-            "it, so a restarted server could not get them back. Use "
-            f"mcpserve run {target} --http --reload, or restart the stdio client instead"
-        )
+        read_env_file(env_file)
+        serve_stdio_reloading(target)
+        return
     if reload and workers > 1:
         raise click.UsageError("--reload runs one server process; leave out --workers")
     if use_http:
@@ -145,6 +144,20 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
     uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
                 reload=True, reload_dirs=[str(watched)], lifespan="on", loop="auto",
                 http="auto", **options)  # fmt: skip
+
+
+def serve_stdio_reloading(target: str) -> None:
+    """Serve stdio through a relay that restarts the server on changes (:mod:`.stdio_reload`)."""
+    import asyncio
+
+    from .stdio_reload import relay_stdio
+
+    file = target_file(target)
+    watched = (file.resolve().parent if file is not None else Path.cwd()).resolve()
+    say(f"Serving {display_name(target)} over stdio, restarting it when a .py file in "
+        f"{watched} changes")  # fmt: skip
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(relay_stdio(target, watched))
 
 
 def require_uvicorn() -> None:

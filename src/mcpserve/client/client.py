@@ -306,11 +306,14 @@ class Client:
 
     async def _exchange(self, method: str, params: JSONDict, limit: float | None) -> JSONDict:
         message = {"jsonrpc": "2.0", "id": next_id(), "method": method, "params": params}
-        try:
-            async with asyncio.timeout(limit):
-                response = await self.connection.request(message)
-        except TimeoutError:
-            raise TimeoutError(f"{method} got no answer within {limit} s") from None
+        if limit is None:  # no bound: no timeout scope to enter and leave on every call
+            response = await self.connection.request(message)
+        else:
+            try:
+                async with asyncio.timeout(limit):
+                    response = await self.connection.request(message)
+            except TimeoutError:
+                raise TimeoutError(f"{method} got no answer within {limit} s") from None
         if "error" in response:
             error = response["error"]
             raise MCPError(error.get("message", ""), code=error.get("code"), data=error.get("data"))
