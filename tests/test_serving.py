@@ -76,7 +76,8 @@ async def test_cli_run_http_access_log_flag_and_fast_stack(tmp_path: Path) -> No
 
 
 def test_the_http_extra_brings_the_fast_stack() -> None:
-    """What ``pip install "mcpserve[http]"`` installs, read from the installed metadata."""
+    """What ``pip install "mcpserve[http]"`` installs, read from the installed metadata: the
+    fast serving stack, and httpx for ``Client("http://...")``."""
     from importlib.metadata import requires
 
     in_extra = {
@@ -84,7 +85,7 @@ def test_the_http_extra_brings_the_fast_stack() -> None:
         for requirement in requires("mcpserve") or []
         if requirement.endswith("extra == 'http'")
     }
-    assert in_extra == {"uvicorn", "httptools", "uvloop"}
+    assert in_extra == {"uvicorn", "httptools", "uvloop", "httpx"}
 
 
 async def test_sigterm_ends_a_handshake_era_get_stream_and_exits(tmp_path: Path) -> None:
