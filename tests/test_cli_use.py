@@ -519,3 +519,31 @@ def test_an_unreachable_url_names_the_fix() -> None:
     assert result.exit_code == 1
     assert f"Cannot reach {url}" in result.output
     assert "is the server running there?" in result.output
+
+
+# --------------------------------------------------------------------------- access options
+
+
+def test_access_options_are_refused_for_a_file_target(shelf: str) -> None:
+    result = mcpserve("call", shelf, "hello", "name=x", "--oauth")
+    assert result.exit_code == 2
+    assert "--header, --oauth and --client-id are for a server at a URL" in result.output
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--client-secret", "s"], "--client-secret needs --client-id"),
+        (["--client-id", "c"], "--client-id needs --client-secret (client credentials)"),
+        (["--header", "no colon"], "--header 'no colon' is not NAME: VALUE"),
+        (["--header", "bad name: v"], "--header 'bad name: v' is not NAME: VALUE"),
+        (["--oauth", "-H", "authorization: Bearer t"], "--header Authorization sends a token"),
+    ],
+)
+def test_access_options_that_do_not_fit_together_are_a_usage_error(
+    options: list[str], message: str
+) -> None:
+    result = mcpserve("inspect", "http://127.0.0.1:9/mcp", *options)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Connecting" not in result.output

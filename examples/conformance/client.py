@@ -14,6 +14,12 @@ Each scenario has a small function below; those the suite scores on generic beha
 resource and gets every prompt. Questions from the server (an ``input_required`` round, or
 a handshake-era request) are answered like a person who accepts every default.
 
+The ``auth/*`` scenarios put an OAuth authorization server in front of the mock: the client
+is given ``auth=`` (:func:`oauth_for`), with the pre-registered credentials the scenario's
+context names, a Client ID Metadata Document URL (used only where the server accepts one)
+and, for the browser's part, :func:`follow_redirect`: the mock authorization server consents
+at once and redirects, so fetching the authorization URL yields the callback URL.
+
 ``scripts/conformance`` runs the suite with this program after the server legs; one
 scenario: ``scripts/conformance client --scenario sse-retry``.
 """
@@ -27,7 +33,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcpserve import Client
+import httpx
+
+from mcpserve import Client, ClientCredentials, OAuth
+from mcpserve.client.oauth import OAuthFlow
 
 JSON = dict[str, Any]
 #: Placeholder values for properties that must be filled and have no default.
@@ -78,8 +87,39 @@ def roots(params: JSON) -> JSON:
     return {"roots": [{"uri": "file:///tmp/conformance", "name": "conformance"}]}
 
 
-def connect(url: str) -> Client:
-    return Client(url, on_elicit=accept, on_sample=sample, on_list_roots=roots, timeout=20)
+#: Where this client's Client ID Metadata Document would be (the mock only compares it).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+#: Nobody listens here: :func:`follow_redirect` stops at the redirect to it.
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+async def follow_redirect(url: str) -> str:
+    """What a browser reaches from the authorization URL when the user consents at once."""
+    async with httpx.AsyncClient(timeout=10, trust_env=False) as browser:
+        response = await browser.get(url)
+    location = response.headers.get("location")
+    if not response.is_redirect or not location:
+        raise RuntimeError(f"the authorization request answered {response.status_code}")
+    return str(response.url.join(location))
+
+
+def oauth_for(scenario: str, context: JSON) -> OAuthFlow:
+    if scenario.startswith("auth/client-credentials"):
+        return ClientCredentials(context["client_id"], context["client_secret"])
+    return OAuth(
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name="mcpserve conformance client",
+        redirect_uri=REDIRECT_URI,
+        on_authorize=follow_redirect,
+    )
+
+
+def connect(url: str, auth: OAuthFlow | None = None) -> Client:
+    return Client(url, on_elicit=accept, on_sample=sample, on_list_roots=roots, timeout=20,
+                  auth=auth)  # fmt: skip
 
 
 async def exercise(client: Client, context: JSON) -> None:
@@ -152,12 +192,12 @@ async def main() -> int:
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    run = SCENARIOS.get(scenario)
-    if run is None:
-        # Unknown (the auth scenarios: no OAuth client yet): fail rather than pass silently.
+    auth = oauth_for(scenario, context) if scenario.startswith("auth/") else None
+    run = SCENARIOS.get(scenario) or (exercise if auth is not None else None)
+    if run is None:  # unknown: fail rather than pass silently
         print(f"conformance client: no behaviour for scenario {scenario!r}", file=sys.stderr)
         return 2
-    async with connect(url) as client:
+    async with connect(url, auth) as client:
         show({"era": "handshake" if client.legacy else "2026-07-28",
               "version": client.protocol_version})  # fmt: skip
         await run(client, context)

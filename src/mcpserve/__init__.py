@@ -42,6 +42,12 @@ from .server.tools import ToolResult as ToolResult
 
 if typing.TYPE_CHECKING:
     from .client.client import Client as Client
+    from .client.oauth import ClientCredentials as ClientCredentials
+    from .client.oauth import OAuth as OAuth
+    from .client.oauth import OAuthError as OAuthError
+    from .server.apps import App as App
+    from .server.apps import AppCSP as AppCSP
+    from .server.apps import supports_apps as supports_apps
     from .server.completions import Completion as Completion
     from .server.http_request import HTTPRequest as HTTPRequest
     from .server.input_requests import Elicit as Elicit
@@ -71,8 +77,11 @@ __version__ = "0.1.0"
 #: never run a client, many have no prompts, never ask the client for input or return
 #: images) does not pay for importing them.
 _LAZY = {
+    "App": "server.apps",
+    "AppCSP": "server.apps",
     "Audio": "server.media",
     "Client": "client.client",
+    "ClientCredentials": "client.oauth",
     "Completion": "server.completions",
     "EmbeddedResource": "server.media",
     "HTTPRequest": "server.http_request",
@@ -81,7 +90,11 @@ _LAZY = {
     "Image": "server.media",
     "ListRoots": "server.input_requests",
     "MemoryTaskStore": "server.tasks",
+    "OAuth": "client.oauth",
+    "OAuthError": "client.oauth",
     "Message": "server.prompts",
+    "Mount": "server.mounting",
+    "OpenAPIOperation": "server.openapi",
     "Prompt": "server.prompts",
     "RedisTaskStore": "server.redis_tasks",
     "ResourceLink": "server.media",
@@ -115,6 +128,7 @@ __all__ = [
     "CachePolicy",
     "CallNext",
     "Client",
+    "ClientCredentials",
     "Completion",
     "Contents",
     "Context",
@@ -134,6 +148,10 @@ __all__ = [
     "MethodNotFound",
     "Middleware",
     "MissingClientCapability",
+    "Mount",
+    "OAuth",
+    "OAuthError",
+    "OpenAPIOperation",
     "Prompt",
     "RedisTaskStore",
     "Resource",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import output, terminal
+from .access import HTTPAccess, access_options
 from .arguments import ArgumentError, prompt_arguments, tool_arguments
 from .envfile import EnvFileError, load_env_file
 from .targets import display_name, load_server, target_file
@@ -46,6 +47,7 @@ def client_options(fn: F) -> F:
                       help="Start TARGET as a subprocess; talk to it over stdio.")(fn)  # fmt: skip
     fn = click.option("--env-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                       help="Read KEY=VALUE lines into the environment first.")(fn)  # fmt: skip
+    fn = access_options(fn)
     return click.argument("target")(fn)
 
 
@@ -60,8 +62,11 @@ def read_env_file(path: Path | None) -> None:
 
 
 @contextlib.asynccontextmanager
-async def connect(target: str, over_stdio: bool) -> AsyncIterator[Client]:
-    """A client of ``target``, in memory or over stdio, that asks the terminal for input."""
+async def connect(
+    target: str, over_stdio: bool, access: HTTPAccess | None = None
+) -> AsyncIterator[Client]:
+    """A client of ``target`` (in memory, over stdio, or at a URL with ``access``'s headers
+    and OAuth) that asks the terminal for input."""
     from ..client.client import Client
 
     handlers: dict[str, Any] = {
@@ -74,7 +79,14 @@ async def connect(target: str, over_stdio: bool) -> AsyncIterator[Client]:
         if over_stdio:
             raise click.UsageError("--stdio starts a server from a file; a URL is already running")
         terminal.say(f"Connecting to {target}...")
-        client = Client(target, **handlers)
+        access = access or HTTPAccess()
+        auth = access.auth()
+        refused: tuple[type[Exception], ...] = ()
+        if auth is not None:
+            from ..client.oauth import OAuthError
+
+            refused = (OAuthError,)
+        client = Client.http(target, headers=access.headers, auth=auth, **handlers)
         try:
             async with client:
                 yield client
@@ -82,7 +94,13 @@ async def connect(target: str, over_stdio: bool) -> AsyncIterator[Client]:
             raise click.ClickException(
                 f"Cannot reach {target} ({exc}); is the server running there?"
             ) from None
+        except refused as exc:
+            raise click.ClickException(f"Authorization failed: {exc}") from None
         return
+    if access is not None and access.given:
+        raise click.UsageError(
+            "--header, --oauth and --client-id are for a server at a URL; a file runs here"
+        )
     name = display_name(target)
     if over_stdio:
         target_file(target)  # a missing file is said here, not by a child that exits
@@ -120,9 +138,17 @@ def command_body(fn: Callable[..., Coroutine[Any, Any, int]]) -> Callable[..., N
     the env file read first, errors turned into messages."""
 
     @wraps(fn)
-    def body(env_file: Path | None, **kwargs: Any) -> None:
+    def body(
+        env_file: Path | None,
+        headers: tuple[str, ...],
+        oauth: bool,
+        client_id: str | None,
+        client_secret: str | None,
+        **kwargs: Any,
+    ) -> None:
         read_env_file(env_file)
-        status = run_async(fn(**kwargs))
+        access = HTTPAccess.from_options(headers, oauth, client_id, client_secret)
+        status = run_async(fn(access=access, **kwargs))
         if status:
             sys.exit(status)
 
@@ -137,14 +163,14 @@ def _progress(progress: float, total: float | None, message: str | None) -> None
 @click.command()
 @client_options
 @command_body
-async def inspect(target: str, over_stdio: bool, as_json: bool) -> int:
+async def inspect(target: str, over_stdio: bool, as_json: bool, access: HTTPAccess) -> int:
     """Show TARGET's tools, resources and prompts.
 
     Every tool with its arguments (type, required, default) and options, then resources,
     resource templates and prompts; --json prints them as the server listed them.
     TARGET is file.py[:server] or module[:server].
     """
-    async with connect(target, over_stdio) as client:
+    async with connect(target, over_stdio, access) as client:
         discovered = await client.discover()
         client.discovered(discovered)
         found: dict[str, Any] = {"server": client.server_info,
@@ -170,7 +196,12 @@ async def inspect(target: str, over_stdio: bool, as_json: bool) -> int:
 @click.argument("arguments", nargs=-1, metavar="[KEY=VALUE]...")
 @command_body
 async def call(
-    target: str, tool: str, arguments: tuple[str, ...], over_stdio: bool, as_json: bool
+    target: str,
+    tool: str,
+    arguments: tuple[str, ...],
+    over_stdio: bool,
+    as_json: bool,
+    access: HTTPAccess,
 ) -> int:
     """Call TOOL with KEY=VALUE arguments.
 
@@ -182,7 +213,7 @@ async def call(
     mcpserve call app.py add_book title=Dune year=1965
     mcpserve call app.py add_book title=Dune --stdio --json
     """
-    async with connect(target, over_stdio) as client:
+    async with connect(target, over_stdio, access) as client:
         tools = {entry["name"]: entry for entry in await client.list_tools()}
         if tool not in tools:
             names = ", ".join(tools) or "none"
@@ -205,13 +236,13 @@ async def call(
 @client_options
 @click.argument("uri")
 @command_body
-async def read(target: str, uri: str, over_stdio: bool, as_json: bool) -> int:
+async def read(target: str, uri: str, over_stdio: bool, as_json: bool, access: HTTPAccess) -> int:
     """Read the resource at URI.
 
     \b
     mcpserve read app.py notes://1
     """
-    async with connect(target, over_stdio) as client:
+    async with connect(target, over_stdio, access) as client:
         result = await client.read_resource(uri)
     if as_json:
         output.show_json(result)
@@ -226,14 +257,19 @@ async def read(target: str, uri: str, over_stdio: bool, as_json: bool) -> int:
 @click.argument("arguments", nargs=-1, metavar="[KEY=VALUE]...")
 @command_body
 async def prompt(
-    target: str, name: str, arguments: tuple[str, ...], over_stdio: bool, as_json: bool
+    target: str,
+    name: str,
+    arguments: tuple[str, ...],
+    over_stdio: bool,
+    as_json: bool,
+    access: HTTPAccess,
 ) -> int:
     """Get prompt NAME with KEY=VALUE arguments.
 
     \b
     mcpserve prompt app.py summarize topic=tea
     """
-    async with connect(target, over_stdio) as client:
+    async with connect(target, over_stdio, access) as client:
         prompts = {entry["name"]: entry for entry in await client.list_prompts()}
         if name not in prompts:
             names = ", ".join(prompts) or "none"

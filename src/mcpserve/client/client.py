@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..server.server import Server
+    from .oauth.flow import OAuthFlow
 
 DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": __version__}
 
@@ -94,6 +95,7 @@ class Client:
         on_log: LogHandler | None = None,
         max_input_rounds: int = 10,
         timeout: float | None = None,
+        auth: OAuthFlow | None = None,
     ) -> None:
         """With input handlers (``on_elicit``, ``on_sample``, ``on_list_roots`` for their
         kind, ``on_input(method, params)`` for the rest), an ``input_required`` result is
@@ -115,7 +117,11 @@ class Client:
         ``server`` is a ``Server`` (in memory), a ``Connection``, or the URL of a
         Streamable HTTP endpoint (:meth:`http` takes more options). ``timeout`` bounds
         every request, in seconds (``None``: no bound); ``request`` takes one per call.
-        A request that runs out raises ``TimeoutError`` and is cancelled on the server."""
+        A request that runs out raises ``TimeoutError`` and is cancelled on the server.
+
+        ``auth`` (a URL only): an :class:`~mcpserve.OAuth` or
+        :class:`~mcpserve.ClientCredentials` that gets and sends the OAuth tokens the server
+        asks for (``docs/auth.md``, "The client side")."""
         from ..server.server import Server
 
         self.handlers = Handlers(
@@ -127,7 +133,11 @@ class Client:
         )
         self.router = Router(self.handlers, on_log)
         if isinstance(server, str):
-            server = _http_connection(server)
+            server = _http_connection(server, auth=auth)
+        elif auth is not None:
+            raise TypeError(
+                "auth= is for a server URL (or Client.http); a Connection brings its own"
+            )
         if isinstance(server, Server):
             self.connection: Connection = MemoryConnection(server, self.router)
         else:
@@ -161,11 +171,13 @@ class Client:
         *,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        auth: OAuthFlow | None = None,
         **options: Any,
     ) -> Client:
         """A client for a Streamable HTTP endpoint: ``headers`` go on every HTTP request;
-        an ``http_client`` of yours (proxies, TLS, event hooks) is used and left open."""
-        connection = _http_connection(url, headers=headers, http_client=http_client)
+        an ``http_client`` of yours (proxies, TLS, event hooks) is used and left open, for
+        the OAuth requests of ``auth`` too."""
+        connection = _http_connection(url, headers=headers, http_client=http_client, auth=auth)
         return cls(connection, **options)
 
     @classmethod

@@ -41,6 +41,7 @@ from .sse import events
 
 if TYPE_CHECKING:
     from .http_legacy import Session
+    from .oauth.flow import OAuthFlow
 
 #: Answers one request from the server (handshake era): the whole JSON-RPC response.
 RequestHandler = Callable[[JSONDict], Awaitable[JSONDict]]
@@ -74,10 +75,11 @@ def decode(data: bytes | str) -> Any:
 
 
 def is_response(message: Any) -> bool:
+    # An OAuth refusal's body ({"error": "invalid_token"}) is not a JSON-RPC error object.
     return (
         isinstance(message, dict)
         and "method" not in message
-        and ("result" in message or "error" in message)
+        and ("result" in message or isinstance(message.get("error"), dict))
     )
 
 
@@ -96,11 +98,14 @@ class HTTPConnection:
         connect_timeout: float = 10.0,
         on_notification: NotificationHandler | None = None,
         on_request: RequestHandler | None = None,
+        auth: OAuthFlow | None = None,
     ) -> None:
         """``headers`` go on every HTTP request (an ``Authorization``, say). Given an
         ``http_client``, it is used and left open; otherwise one is made at :meth:`open`
         and closed at :meth:`close`. Requests have no read timeout here: a tool may think
-        for minutes; :class:`~mcpserve.Client` bounds each call instead."""
+        for minutes; :class:`~mcpserve.Client` bounds each call instead. ``auth`` (an
+        ``OAuth`` or ``ClientCredentials``) puts a bearer token on every request and
+        answers 401 and 403 challenges (:mod:`.oauth.bearer`)."""
         self.url = url
         self.headers = dict(headers or {})
         self.on_notification = on_notification
@@ -113,6 +118,12 @@ class HTTPConnection:
         self.session: Session | None = None
         #: The ``Mcp-Session-Id`` the server gave in its ``initialize`` answer, if any.
         self.session_id: str | None = None
+        #: What each HTTP request is sent with: the OAuth flow, or the pool's own setting.
+        self.request_auth: httpx.Auth | httpx._client.UseClientDefault = httpx.USE_CLIENT_DEFAULT
+        if auth is not None:
+            from .oauth.bearer import BearerAuth  # loaded only for a client with auth=
+
+            self.request_auth = BearerAuth(auth, url, self.client)
 
     # -- lifetime -----------------------------------------------------------------------------
 
@@ -178,7 +189,7 @@ class HTTPConnection:
         request = http.build_request(
             "POST", self.url, content=dumps(message), headers=self._post_headers(message)
         )
-        response = await http.send(request, stream=True)
+        response = await http.send(request, stream=True, auth=self.request_auth)
         try:
             if message.get("method") == "initialize":
                 self.session_id = response.headers.get(_SESSION)

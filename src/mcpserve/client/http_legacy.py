@@ -62,7 +62,10 @@ class Session:
         if connection.session_id is not None:
             with contextlib.suppress(httpx.HTTPError):
                 await connection.client().delete(
-                    connection.url, headers=connection.base_headers(), timeout=5.0
+                    connection.url,
+                    headers=connection.base_headers(),
+                    timeout=5.0,
+                    auth=connection.request_auth,
                 )
             connection.session_id = None
 
@@ -154,7 +157,7 @@ class Session:
             headers["Last-Event-ID"] = last_id
         http = self.connection.client()
         request = http.build_request("GET", self.connection.url, headers=headers)
-        response = await http.send(request, stream=True)
+        response = await http.send(request, stream=True, auth=self.connection.request_auth)
         try:
             yield response
         finally:

@@ -1,0 +1,44 @@
+"""The OAuth 2.1 client of :class:`~mcpserve.Client` over Streamable HTTP.
+
+::
+
+    from mcpserve import Client, ClientCredentials, OAuth
+
+    async with Client("https://mcp.example.com/mcp", auth=OAuth()) as client:
+        ...  # a user logs in in the browser when the server first answers 401
+
+    async with Client(url, auth=ClientCredentials("bot", secret)) as client:
+        ...  # a program with its own credentials, no user
+
+The modules, in the order a first authorization uses them: :mod:`.bearer` (the token on
+each request, the refusals read), :mod:`.flow` (what to do about a refusal),
+:mod:`.challenge` (``WWW-Authenticate``), :mod:`.metadata` (RFC 9728 and RFC 8414
+discovery, checked), :mod:`.authorization_code` and :mod:`.client_credentials` (the
+grants), :mod:`.endpoints` (registration, token requests, client authentication),
+:mod:`.redirect` (the browser and the redirect back), :mod:`.tokens` (what is kept, and
+where). It needs httpx; ``docs/auth.md`` ("The client side") is the guide.
+"""
+
+from .authorization_code import OAuth as OAuth
+from .client_credentials import ClientCredentials as ClientCredentials
+from .errors import OAuthError as OAuthError
+from .flow import OAuthFlow as OAuthFlow
+from .redirect import LoopbackRedirect as LoopbackRedirect
+from .tokens import ClientRegistration as ClientRegistration
+from .tokens import FileTokenStorage as FileTokenStorage
+from .tokens import MemoryTokenStorage as MemoryTokenStorage
+from .tokens import Tokens as Tokens
+from .tokens import TokenStorage as TokenStorage
+
+__all__ = [
+    "ClientCredentials",
+    "ClientRegistration",
+    "FileTokenStorage",
+    "LoopbackRedirect",
+    "MemoryTokenStorage",
+    "OAuth",
+    "OAuthError",
+    "OAuthFlow",
+    "TokenStorage",
+    "Tokens",
+]

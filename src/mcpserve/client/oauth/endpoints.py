@@ -1,0 +1,208 @@
+"""Requests to an authorization server's endpoints: registration (RFC 7591) and tokens.
+
+**Client authentication** at the token endpoint is the registration's
+``token_endpoint_auth_method`` when it has one; otherwise :func:`choose_auth_method` picks
+from the server's ``token_endpoint_auth_methods_supported``: a client with a secret uses
+``client_secret_basic`` if offered, else ``client_secret_post``; a client without one is
+public (``none``, its ``client_id`` in the form). For Basic, the id and secret are
+form-urlencoded before base64, as RFC 6749 section 2.3.1 says.
+
+**Registration** sends the client's metadata: its name, redirect URIs, grant and response
+types, the authentication method it wants (``none`` when the server allows public clients,
+else the first secret-based method it offers) and ``application_type`` (``native`` for a
+loopback redirect, else ``web``). No ``scope`` is sent: several authorization servers then
+limit the client to those scopes forever, and step-up would be refused (docs/decisions.md,
+"Dynamic registration without scope").
+
+**Answers.** A token answer must be JSON with a string ``access_token`` and a
+``token_type`` of ``Bearer`` (any case); an OAuth error answer (``{"error": ...}``) becomes
+:class:`OAuthError` with its code and description; anything else says what came back
+(status and size), never the body, which may hold a secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from ...auth.discovery import MAX_DOCUMENT_BYTES
+from ...protocol.jsonrpc import loads
+from .errors import OAuthError
+from .metadata import IssuerMetadata, is_loopback
+from .tokens import ClientRegistration, Tokens
+
+logger = logging.getLogger("mcpserve.client.oauth")
+
+_SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+_SUPPORTED_METHODS = (*_SECRET_METHODS, "none")
+
+
+def choose_auth_method(issuer: IssuerMetadata, client: ClientRegistration) -> str:
+    """How ``client`` authenticates at the token endpoint of ``issuer``."""
+    method = client.token_endpoint_auth_method
+    if method is not None:
+        if method not in _SUPPORTED_METHODS:
+            raise OAuthError(f"The client authentication method {method!r} is not supported "
+                             f"(supported: {', '.join(_SUPPORTED_METHODS)})")  # fmt: skip
+        return method
+    if client.client_secret is None:
+        return "none"
+    offered = issuer.token_endpoint_auth_methods_supported
+    return next((m for m in _SECRET_METHODS if m in offered), "client_secret_basic")
+
+
+def authenticate(
+    form: dict[str, str], headers: dict[str, str], client: ClientRegistration, method: str
+) -> None:
+    """Put ``client``'s credentials into a token request, the way ``method`` says."""
+    if method == "client_secret_basic" and client.client_secret is not None:
+        pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        return
+    form["client_id"] = client.client_id
+    if method == "client_secret_post" and client.client_secret is not None:
+        form["client_secret"] = client.client_secret
+
+
+def registration_auth_method(issuer: IssuerMetadata) -> str:
+    offered = issuer.token_endpoint_auth_methods_supported
+    if "none" in offered:
+        return "none"
+    return next((m for m in _SECRET_METHODS if m in offered), "client_secret_basic")
+
+
+async def _answer(
+    http: httpx.AsyncClient, method: str, url: str, what: str, **options: Any
+) -> tuple[int, Any]:
+    """The status and JSON body (``None`` if not JSON) of one bounded request."""
+    body = bytearray()
+    try:
+        async with http.stream(method, url, **options) as response:
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_DOCUMENT_BYTES:
+                    raise OAuthError(
+                        f"{what} at {url} answered more than {MAX_DOCUMENT_BYTES} bytes"
+                    )
+            status = response.status_code
+    except httpx.HTTPError as exc:
+        raise OAuthError(f"{what} at {url} failed: {exc!r}") from None
+    try:
+        return status, loads(bytes(body), exact_integers=False) if body else None
+    except Exception:  # not JSON: said below, by status and size only
+        return status, None
+
+
+def _refusal(what: str, url: str, status: int, answer: Any) -> OAuthError:
+    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+        code = answer["error"]
+        description = answer.get("error_description")
+        said = f": {description}" if isinstance(description, str) and description else ""
+        return OAuthError(f"{what} was refused by {url} ({status} {code}){said}", error=code)
+    return OAuthError(f"{what} at {url} answered HTTP {status} without an OAuth answer")
+
+
+async def request_tokens(
+    http: httpx.AsyncClient,
+    issuer: IssuerMetadata,
+    client: ClientRegistration,
+    form: dict[str, str],
+    *,
+    resource: str,
+    requested: tuple[str, ...] | None,
+    http_timeout: float,
+) -> Tokens:
+    """POST ``form`` (a grant) to the token endpoint as ``client``: the tokens it answers."""
+    method = choose_auth_method(issuer, client)
+    headers = {"Accept": "application/json"}
+    form = {**form, "resource": resource}
+    authenticate(form, headers, client, method)
+    what = f"The {form['grant_type']} token request"
+    logger.debug("%s to %s as %s (%s)", what, issuer.token_endpoint, client.client_id, method)
+    status, answer = await _answer(
+        http, "POST", issuer.token_endpoint, what, data=form, headers=headers, timeout=http_timeout
+    )
+    if status != 200 or not isinstance(answer, dict) or "error" in answer:
+        raise _refusal(what, issuer.token_endpoint, status, answer)
+    token, kind = answer.get("access_token"), answer.get("token_type")
+    if not isinstance(token, str) or not token or not isinstance(kind, str):
+        raise OAuthError(f"{what} at {issuer.token_endpoint} answered no access token")
+    if kind.lower() != "bearer":
+        raise OAuthError(f"{what} answered a {kind!r} token; this client uses Bearer tokens only")
+    lifetime = answer.get("expires_in")
+    granted = answer.get("scope")
+    refresh = answer.get("refresh_token")
+    return Tokens(
+        access_token=token,
+        expires_at=(
+            time.time() + float(lifetime)
+            if isinstance(lifetime, int | float) and not isinstance(lifetime, bool)
+            else None
+        ),
+        refresh_token=refresh if isinstance(refresh, str) and refresh else None,
+        scopes=tuple(granted.split()) if isinstance(granted, str) else requested,
+        requested_scopes=requested,
+        issuer=issuer.issuer,
+        resource=resource,
+    )
+
+
+async def register_client(
+    http: httpx.AsyncClient,
+    issuer: IssuerMetadata,
+    *,
+    client_name: str,
+    redirect_uri: str,
+    grant_types: tuple[str, ...],
+    http_timeout: float,
+) -> ClientRegistration:
+    """Register a client dynamically (RFC 7591) at ``issuer``."""
+    endpoint = issuer.registration_endpoint
+    if endpoint is None:
+        raise OAuthError(f"The authorization server {issuer.issuer} offers no registration")
+    method = registration_auth_method(issuer)
+    metadata = {
+        "client_name": client_name,
+        "redirect_uris": [redirect_uri],
+        "grant_types": list(grant_types),
+        "response_types": ["code"],
+        "token_endpoint_auth_method": method,
+        "application_type": "native" if is_loopback(urlsplit(redirect_uri).hostname) else "web",
+    }
+    what = "Registering the client"
+    status, answer = await _answer(
+        http, "POST", endpoint, what, json=metadata, headers={"Accept": "application/json"},
+        timeout=http_timeout,
+    )  # fmt: skip
+    if status not in (200, 201) or not isinstance(answer, dict) or "error" in answer:
+        raise _refusal(what, endpoint, status, answer)
+    client_id = answer.get("client_id")
+    if not isinstance(client_id, str) or not client_id:
+        raise OAuthError(f"{what} at {endpoint} answered no client_id")
+    secret = answer.get("client_secret")
+    secret = secret if isinstance(secret, str) and secret else None
+    answered_method = answer.get("token_endpoint_auth_method")
+    if not isinstance(answered_method, str):
+        # Not said: a secret was issued (choose among the offered methods), or none was.
+        answered_method = None if secret is not None else "none"
+    expires = answer.get("client_secret_expires_at")
+    uris = answer.get("redirect_uris")
+    logger.debug("Registered the client %s at %s", client_id, issuer.issuer)
+    return ClientRegistration(
+        client_id=client_id,
+        client_secret=secret,
+        token_endpoint_auth_method=answered_method,
+        redirect_uris=(
+            tuple(u for u in uris if isinstance(u, str))
+            if isinstance(uris, list)
+            else (redirect_uri,)
+        ),
+        client_secret_expires_at=(
+            float(expires) if isinstance(expires, int | float) and expires else None
+        ),
+    )
