@@ -71,6 +71,15 @@ LAZY_MODULES = (
     "mcpserve.server.media",  # only for tools and prompts that return images, audio, links
     "mcpserve.server.prompts",  # only for servers with prompts
     "mcpserve.server.completions",  # only for servers that complete arguments
+    "mcpserve.server.mounting",  # only for servers that mount others
+    "mcpserve.server.mounted",
+    "mcpserve.server.listers",
+    "mcpserve.server.transform",  # only for servers that transform tools
+    "mcpserve.server.apps",  # the apps extension, for servers with MCP Apps
+    "mcpserve.server.skills",  # the skills extension, for servers with skills
+    "mcpserve.server.skill",
+    "mcpserve.server.frontmatter",
+    "mcpserve.server.openapi",  # only for servers built from an OpenAPI document
     "concurrent.futures.thread",  # the pool starts with the first blocking handler
 )
 
@@ -119,8 +128,11 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
         ("Elicit", "mcpserve.server.input_requests"),
         ("Image", "mcpserve.server.media"),
         ("Message", "mcpserve.server.prompts"),
+        ("Mount", "mcpserve.server.mounting"),
         ("Completion", "mcpserve.server.completions"),
         ("MemoryTaskStore", "mcpserve.server.tasks"),
+        ("Skill", "mcpserve.server.skill"),
+        ("fetch_openapi", "mcpserve.server.openapi"),
     ],
 )
 def test_lazy_names_load_on_first_use(name: str, module: str) -> None:

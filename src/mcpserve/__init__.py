@@ -60,6 +60,9 @@ if typing.TYPE_CHECKING:
     from .server.media import EmbeddedResource as EmbeddedResource
     from .server.media import Image as Image
     from .server.media import ResourceLink as ResourceLink
+    from .server.mounting import Mount as Mount
+    from .server.openapi import OpenAPIOperation as OpenAPIOperation
+    from .server.openapi import fetch_openapi as fetch_openapi
     from .server.prompts import Message as Message
     from .server.prompts import Prompt as Prompt
     from .server.redis_tasks import RedisTaskStore as RedisTaskStore

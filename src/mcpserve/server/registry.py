@@ -35,6 +35,7 @@ class Registry:
         self.resource_lister: ResourceLister | None = None
         self.version = 0
         self._listeners: list[Callable[[ListKind], None]] = []
+        self._completer_listeners: list[Callable[[], None]] = []
         #: Per list: (registry version, every entry, (scopes, entry) pairs when any is scoped).
         self._entries: dict[str, tuple[int, list[Any], list[Any]]] = {}
         #: Registered but switched off: hidden from lists, unknown to calls and reads.
@@ -44,10 +45,24 @@ class Registry:
     def on_change(self, listener: Callable[[ListKind], None]) -> None:
         self._listeners.append(listener)
 
+    def on_completers_change(self, listener: Callable[[], None]) -> None:
+        self._completer_listeners.append(listener)
+
     def _changed(self, kind: ListKind) -> None:
         self.version += 1
         for listener in self._listeners:
             listener(kind)
+
+    def changed(self, kind: ListKind) -> None:
+        """Announce edits made to one list's dicts directly (a mounted server's entries,
+        several at once): one version bump, one notification."""
+        self._changed(kind)
+
+    def completers_changed(self) -> None:
+        """Announce edits made to :attr:`completers` directly."""
+        self.version += 1
+        for listener in self._completer_listeners:
+            listener()
 
     # -- adding and removing ---------------------------------------------------------------
 
@@ -129,7 +144,7 @@ class Registry:
 
     def add_completer(self, key: CompletionKey, completer: Completer) -> None:
         self.completers[key] = completer
-        self.version += 1
+        self.completers_changed()
 
     def completion_target(self, kind: str, target: str) -> bool:
         """Whether completions can be asked for this prompt (``ref/prompt``) or resource or

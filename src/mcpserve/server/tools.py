@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
@@ -31,6 +31,11 @@ from .content import ContentBlock, is_content_block, json_text, json_value, text
 from .context import Context
 from .registered import InvalidArguments, Pool, Registered, list_entry
 from .schema import inspect_output
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .transform import ToolChanges
 
 logger = logging.getLogger("mcpserve")
 
@@ -125,6 +130,14 @@ class Tool(Registered):
     @property
     def name(self) -> str:
         return self.key
+
+    def transformed(self, **changes: Unpack[ToolChanges]) -> Tool:
+        """A new tool over the same function: renamed, redescribed, arguments hidden, fixed,
+        given new defaults or narrowed (see :mod:`.transform`). Register it with
+        ``server.add_tool(...)``; this one is left as it is."""
+        from .transform import ToolTransform
+
+        return ToolTransform(changes).apply(self)
 
     # -- one call (the steps are Registered's) ---------------------------------------------
 
