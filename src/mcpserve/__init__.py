@@ -108,6 +108,8 @@ _LAZY = {
     "TaskRecord": "server.tasks",
     "TaskStore": "server.tasks",
     "TaskStoreUnavailable": "server.tasks",
+    "fetch_openapi": "server.openapi",
+    "supports_apps": "server.apps",
 }
 
 
@@ -173,4 +175,6 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "blocking",
+    "fetch_openapi",
+    "supports_apps",
 ]
