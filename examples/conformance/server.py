@@ -5,7 +5,8 @@ name and checks their answers against canonical values, which the docstrings bel
 where they matter. This file is also a tour of mcpserve's API:
 text, image, audio and embedded-resource content, tool errors, progress and log
 notifications, a hand-written JSON Schema, a required client capability, a parameter
-mirrored in an HTTP header, resources and a template, prompts and a completion.
+mirrored in an HTTP header, resources and a template, prompts and a completion, and a skill
+served from ``skills/`` (the skills extension).
 
 It serves both legs on one endpoint: the 2026-07-28 (stateless) wire, including the multi
 round-trip tools (``test_input_required_result_*``) and the list-change triggers, and the
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel
@@ -576,6 +578,12 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
 def complete_arg1(value: str) -> list[str]:
     """Suggest values for ``arg1`` that start with what was typed."""
     return [option for option in ("paris", "park", "party") if option.startswith(value)]
+
+
+# -- skills (the io.modelcontextprotocol/skills extension) ------------------------------------
+# One skill with a subdirectory, so the directory-read scenario has a folder to descend into.
+
+server.add_skills(Path(__file__).parent / "skills")
 
 
 def main() -> None:

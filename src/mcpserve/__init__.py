@@ -66,6 +66,7 @@ if typing.TYPE_CHECKING:
     from .server.prompts import Message as Message
     from .server.prompts import Prompt as Prompt
     from .server.redis_tasks import RedisTaskStore as RedisTaskStore
+    from .server.skill import Skill as Skill
     from .server.sqlite_tasks import SQLiteTaskStore as SQLiteTaskStore
     from .server.tasks import MemoryTaskStore as MemoryTaskStore
     from .server.tasks import TaskRecord as TaskRecord
@@ -103,6 +104,7 @@ _LAZY = {
     "ResourceLink": "server.media",
     "Root": "server.input_requests",
     "SQLiteTaskStore": "server.sqlite_tasks",
+    "Skill": "server.skill",
     "Sample": "server.input_requests",
     "SampleResult": "server.input_requests",
     "TaskRecord": "server.tasks",
@@ -168,6 +170,7 @@ __all__ = [
     "Sample",
     "SampleResult",
     "Server",
+    "Skill",
     "TaskRecord",
     "TaskStore",
     "TaskStoreUnavailable",

@@ -28,9 +28,10 @@ RESERVED_METHODS = frozenset(
         "sampling/createMessage",
         "elicitation/create",
         "roots/list",
+        "resources/directory/read",
     }
 )
-RESERVED_PREFIXES = ("notifications/", "rpc.", "tasks/")
+RESERVED_PREFIXES = ("notifications/", "rpc.", "tasks/", "skills/")
 
 
 class CustomMethod(Registered):

@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from .registry import Registry
 
 #: Modern methods a session does not have.
-MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen",
+                         # the skills extension ("docs/decisions.md", "Skills in both eras")
+                         "skills/list", "skills/get", "resources/directory/read"})  # fmt: skip
 _ASK_ATTEMPTS = 3
 _LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
 
