@@ -15,6 +15,12 @@ The page is driven the way a user would, through the DOM: :meth:`Browser.click` 
 :meth:`Browser.fill` run a few lines of JavaScript that find an element by CSS selector and
 click it, or set its value and fire ``input`` and ``change``, as typing does. Uncaught
 exceptions and console errors are collected in :attr:`Browser.errors`.
+
+Frames: Chromium runs a sandboxed or cross-origin iframe (an MCP App's view, say) as a
+target of its own, which the page's session attaches to automatically. :meth:`frames`
+lists every frame of the page and of those targets, and :meth:`frame_evaluate` and
+:meth:`wait_for_frame` run an expression in each frame's own isolated world: the frame's
+DOM, none of its scripts' variables. Errors in those targets count in :attr:`errors` too.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from collections.abc import Iterator
 from typing import Any
 
 TIMEOUT = 15.0
+#: A frame may go away while it is asked something: a shorter wait keeps polls moving.
+FRAME_TIMEOUT = 5.0
 INSTALL_HINT = "apt-get install chromium"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -74,6 +82,11 @@ class Browser:
         self._ready = threading.Condition()
         self._closed = False
         self.session: str | None = None
+        #: Targets attached to the page (out-of-process iframes): session id -> target info.
+        self.children: dict[str, dict[str, Any]] = {}
+        self._prepared: set[str] = set()
+        self._waiting_on: dict[int, str] = {}  # command id -> the child session it went to
+        self._worlds: dict[tuple[str, str, str], int] = {}
         #: Uncaught exceptions and console errors seen in the page, as text.
         self.errors: list[str] = []
         self._reader = threading.Thread(target=self._read, name="cdp-reader", daemon=True)
@@ -167,7 +180,18 @@ class Browser:
                 self._ready.notify_all()
             return
         method, params = message.get("method"), message.get("params", {})
-        if method == "Runtime.exceptionThrown":
+        if method == "Target.attachedToTarget":
+            with self._ready:
+                self.children[params["sessionId"]] = params.get("targetInfo", {})
+        elif method == "Target.detachedFromTarget":
+            gone = params.get("sessionId", "")
+            with self._ready:  # its commands will never be answered: fail them now
+                self.children.pop(gone, None)
+                for number, session in list(self._waiting_on.items()):
+                    if session == gone:
+                        self._answers[number] = {"id": number, "error": {"message": "detached"}}
+                self._ready.notify_all()
+        elif method == "Runtime.exceptionThrown":
             details = params.get("exceptionDetails", {})
             text = details.get("exception", {}).get("description") or details.get("text")
             self.errors.append(f"uncaught: {text}")
@@ -188,12 +212,20 @@ class Browser:
         *,
         page: bool = True,
         timeout: float = TIMEOUT,
+        session: str | None = None,
     ) -> dict[str, Any]:
-        """Send one command (to the page's session unless ``page=False``); its result."""
+        """Send one command (to the page's session unless ``page=False``, or to ``session``,
+        an attached frame's); its result."""
         self._next_id += 1
         number = self._next_id
         message: dict[str, Any] = {"id": number, "method": method, "params": params or {}}
-        if page and self.session is not None:
+        if session is not None:
+            message["sessionId"] = session
+            with self._ready:
+                if session != self.session and session not in self.children:
+                    raise BrowserError(f"{method}: the frame's target is gone")
+                self._waiting_on[number] = session
+        elif page and self.session is not None:
             message["sessionId"] = self.session
         try:
             os.write(self._commands, json.dumps(message).encode() + b"\0")
@@ -209,6 +241,7 @@ class Browser:
                     raise BrowserError(f"No answer to {method} within {timeout} s")
                 self._ready.wait(left)
             answer = self._answers.pop(number)
+            self._waiting_on.pop(number, None)
         if "error" in answer:
             raise BrowserError(f"{method} failed: {answer['error']}")
         result: dict[str, Any] = answer.get("result", {})
@@ -222,6 +255,7 @@ class Browser:
         self.session = attached["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.command(f"{domain}.enable")
+        self.command("Target.setAutoAttach", _AUTO_ATTACH)
         self.command(
             "Emulation.setDeviceMetricsOverride",
             {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
@@ -344,10 +378,83 @@ class Browser:
         )
         return [str(item) for item in found]
 
+    def frames(self) -> list[tuple[str, str, str]]:
+        """Every frame: ``(session, frame id, URL)``, the page's own first."""
+        with self._ready:  # the page's own target is announced too: it is not a child
+            children = [child for child in self.children if child != self.session]
+        for child in children:
+            if child not in self._prepared:  # its errors count; the frames it nests attach
+                self._prepared.add(child)
+                for method, params in (("Runtime.enable", {}), ("Log.enable", {}),
+                                       ("Target.setAutoAttach", _AUTO_ATTACH)):  # fmt: skip
+                    with contextlib.suppress(BrowserError):  # it may be gone already
+                        self.command(method, params, session=child)
+        found: list[tuple[str, str, str]] = []
+        for session in [self.session, *children]:
+            if session is None:
+                continue
+            try:
+                tree = self.command("Page.getFrameTree", session=session,
+                                    timeout=FRAME_TIMEOUT)["frameTree"]  # fmt: skip
+            except BrowserError:
+                continue  # detached meanwhile
+            pending = [tree]
+            while pending:
+                node = pending.pop()
+                frame = node["frame"]
+                found.append((session, frame["id"], frame.get("url", "")))
+                pending.extend(node.get("childFrames", []))
+        return found
+
+    def frame_evaluate(self, expression: str) -> list[Any]:
+        """``expression``'s value in every frame (in an isolated world: the frame's DOM,
+        not its scripts' globals), for the frames where it ran."""
+        values = []
+        for session, frame, _url in self.frames():
+            key = (session, frame, "")
+            for _attempt in range(2):
+                try:
+                    if key not in self._worlds:
+                        world = self.command("Page.createIsolatedWorld",
+                                             {"frameId": frame, "worldName": "mcpserve-test"},
+                                             session=session, timeout=FRAME_TIMEOUT)  # fmt: skip
+                        self._worlds[key] = world["executionContextId"]
+                    result = self.command(
+                        "Runtime.evaluate",
+                        {"expression": expression, "contextId": self._worlds[key],
+                         "returnByValue": True, "awaitPromise": True},
+                        session=session,
+                        timeout=FRAME_TIMEOUT,
+                    )  # fmt: skip
+                except BrowserError:
+                    self._worlds.pop(key, None)  # the frame navigated: a new world
+                    continue
+                if "exceptionDetails" not in result:
+                    values.append(result.get("result", {}).get("value"))
+                break
+        return values
+
+    def wait_for_frame(self, expression: str, *, timeout: float = TIMEOUT, what: str = "") -> Any:
+        """Poll every frame until ``expression`` is truthy in one; that value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for value in self.frame_evaluate(expression):
+                if value:
+                    return value
+            if time.monotonic() > deadline:
+                raise BrowserError(
+                    f"Waited {timeout} s for {what or expression} in a frame; "
+                    f"frames: {[url for _, _, url in self.frames()]}; errors: {self.errors}"
+                )
+            time.sleep(0.05)
+
     def screenshot(self) -> bytes:
         """A PNG of the viewport."""
         result = self.command("Page.captureScreenshot", {"format": "png"}, timeout=30)
         return base64.b64decode(result["data"])
+
+
+_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
 
 
 def _tail(path: str, lines: int = 15) -> str:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from mcpserve import Server
 from mcpserve.dev import dev_app, page_urls, serve_dev
 from mcpserve.dev.assets import FILES, POLICY
+from mcpserve.dev.sandbox import view_policy
 
 
 def small_server() -> Server:
@@ -38,7 +41,7 @@ def test_every_static_file_is_served_and_every_served_file_ships() -> None:
         for entry in (resources.files("mcpserve.dev") / "static").iterdir()
         if entry.is_file()
     }
-    assert shipped == {*FILES, "index.html"}
+    assert shipped == {*FILES, "index.html", "sandbox.html"}  # sandbox.html: see sandbox.py
 
 
 async def test_the_page_is_at_the_root_and_names_the_endpoint_it_was_built_for() -> None:
@@ -138,3 +141,41 @@ def test_a_port_in_use_is_reported_with_the_address() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(OSError, match=f"Cannot serve the dev page on 127.0.0.1:{port}"):
             serve_dev(small_server(), port=port)
+
+
+async def test_the_app_sandbox_is_served_under_the_policy_its_query_declares() -> None:
+    app = dev_app(small_server())
+    csp = {
+        "connectDomains": ["https://api.example.com"],
+        "resourceDomains": ["https://cdn.example.com"],
+    }
+    declared = await get(app, f"/dev/sandbox.html?csp={quote(json.dumps(csp))}")
+    assert declared.status_code == 200
+    assert declared.headers["content-type"] == "text/html; charset=utf-8"
+    policy = declared.headers["content-security-policy"]
+    assert policy == view_policy(csp)
+    assert "connect-src https://api.example.com;" in policy
+    assert "frame-ancestors" not in policy  # the page frames it
+    assert "ui/notifications/sandbox-proxy-ready" in declared.text
+    garbled = await get(app, "/dev/sandbox.html?csp=%7Bnot-json")
+    assert garbled.headers["content-security-policy"] == view_policy({})
+    assert (await get(app, "/dev/sandbox.html", method="POST")).status_code == 405
+
+
+def test_the_view_policy_is_restrictive_by_default_and_drops_what_is_not_an_origin() -> None:
+    assert view_policy({}) == (
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+        "img-src data: blob:; font-src data:; media-src data: blob:; connect-src 'none'; "
+        "frame-src 'none'; base-uri 'none'; object-src 'none'"
+    )
+    hostile = {
+        "connectDomains": ["https://ok.example", "https://x.example; script-src *", 7],
+        "frameDomains": "https://not-a-list.example",
+        "resourceDomains": ["https://cdn.example", "https://cdn.example"],
+    }
+    policy = view_policy(hostile)
+    assert "connect-src https://ok.example;" in policy
+    assert "frame-src 'none'" in policy
+    assert "script-src 'unsafe-inline' https://cdn.example;" in policy
+    assert "*" not in policy
+    assert view_policy("not a dict") == view_policy({})

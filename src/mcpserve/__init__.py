@@ -130,6 +130,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "LATEST_VERSION",
+    "App",
+    "AppCSP",
     "Audio",
     "Auth",
     "CachePolicy",

@@ -2,13 +2,15 @@
 
 The files live in ``static/`` next to this module and ship in the wheel with it. The page
 (``index.html``) is answered at ``/`` with the endpoint's path filled in; every other file
-at ``/dev/<name>``, so the ES modules import each other by relative URL.
+at ``/dev/<name>``, so the ES modules import each other by relative URL. The one exception
+is ``/dev/sandbox.html``, where MCP Apps run, under a policy of their own (``sandbox.py``).
 
 Each answer forbids caching (a new mcpserve must not run last version's script) and
 carries a Content-Security-Policy that lets the page load only its own files and talk only
 to its own origin: whatever a server returns (text, HTML in a resource, an SVG image) is
-shown, never run. The scripts write server content with ``textContent``, never as markup;
-the policy is the second line of defence.
+shown, never run in the page (an app's HTML runs only in the sandbox, which the page frames
+with an opaque origin of its own). The scripts write server content with ``textContent``,
+never as markup; the policy is the second line of defence.
 """
 
 from __future__ import annotations
@@ -32,15 +34,17 @@ FILES = {
     "inputs.js": "text/javascript; charset=utf-8",
     "runs.js": "text/javascript; charset=utf-8",
     "panels.js": "text/javascript; charset=utf-8",
+    "apps.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 ENDPOINT_MARK = "{{endpoint}}"
 
-#: Own files only; data: URLs for the images and audio servers return; fetch to this origin.
+#: Own files only; data: URLs for the images and audio servers return; fetch to this origin;
+#: frames only of the app sandbox.
 POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:; media-src 'self' data:; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
+    "img-src 'self' data:; media-src 'self' data:; frame-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
 )
 
 
@@ -81,12 +85,15 @@ def read_static(name: str) -> bytes:
     return (resources.files(__package__ or "mcpserve.dev") / "static" / name).read_bytes()
 
 
-def asset_routes(endpoint: str = "/mcp") -> dict[str, Asset]:
+def asset_routes(endpoint: str = "/mcp") -> dict[str, Any]:
     """``/`` and ``/dev/<file>`` for :class:`~mcpserve.transports.http.HTTPApp`'s ``routes``."""
     page = read_static("index.html").decode()
     # The page reads the endpoint from a <meta> tag: escaped, as any value put into HTML.
     page = page.replace(ENDPOINT_MARK, html.escape(endpoint, quote=True))
-    routes = {"/": Asset(page.encode(), "text/html; charset=utf-8")}
+    routes: dict[str, Any] = {"/": Asset(page.encode(), "text/html; charset=utf-8")}
     for name, content_type in FILES.items():
         routes[f"/dev/{name}"] = Asset(read_static(name), content_type)
+    from .sandbox import SandboxPage  # it reads this module's helpers
+
+    routes["/dev/sandbox.html"] = SandboxPage()
     return routes

@@ -65,7 +65,14 @@ class Legacy:
 
     def capabilities(self) -> JSONDict:
         offered = capabilities(self.registry, self.settings)
-        offered.pop("extensions", None)  # extensions are negotiated on the 2026-07-28 wire
+        extensions = offered.pop("extensions", None)  # negotiated on the 2026-07-28 wire
+        if extensions:
+            from .apps import APPS_EXTENSION
+
+            # ... but the apps extension is defined for both ("docs/decisions.md", "Apps in
+            # both eras").
+            if APPS_EXTENSION in extensions:
+                offered["extensions"] = {APPS_EXTENSION: extensions[APPS_EXTENSION]}
         return offered
 
     def initialize(self, message: JSONDict) -> tuple[Session | None, JSONDict]:

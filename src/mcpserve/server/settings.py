@@ -62,6 +62,11 @@ def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
         from .tasks import TASKS_EXTENSION
 
         extensions = {**extensions, TASKS_EXTENSION: {}}
+    if registry.resources:
+        from .apps import APPS_EXTENSION, offers_apps
+
+        if offers_apps(registry):
+            extensions = {APPS_EXTENSION: {}, **extensions}
     if extensions:
         offered["extensions"] = extensions
     return offered

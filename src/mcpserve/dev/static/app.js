@@ -8,7 +8,9 @@
 // (inputResponses + requestState), round after round until the result is complete; in the
 // handshake era each answer is POSTed back as it is given. Switching the era ends the
 // session, if any, and connects again: the same server, seen by both kinds of client.
+// A tool with an MCP App shows it in the run while the call goes on (apps.js).
 
+import { APP_MIME_TYPE, AppView, appUri, visibility } from "./apps.js";
 import { clear, el, jsonView, pretty } from "./dom.js";
 import { argumentsForm, expandTemplate, schemaForm, templateVariables } from "./forms.js";
 import { inputCard } from "./inputs.js";
@@ -25,7 +27,7 @@ const LISTS = {
     id: (item) => item.uriTemplate },
   prompts: { method: "prompts/list", key: "prompts", capability: "prompts", id: (item) => item.name },
 };
-const state = { wire: null, info: null, generation: 0, run: null, selected: null,
+const state = { wire: null, info: null, generation: 0, run: null, app: null, selected: null,
   catalog: { tools: [], resources: [], templates: [], prompts: [] } };
 
 // The detail's empty state (server instructions and capabilities), shown again on connect.
@@ -46,6 +48,7 @@ async function connect() {
   const generation = ++state.generation;
   await subscriptions.stop();
   state.run?.cancel();
+  closeApp();
   const previous = state.wire;
   state.wire = null;
   state.selected = null;
@@ -125,7 +128,8 @@ function renderList(kind, problem = null) {
     const id = LISTS[kind].id(item);
     list.append(el("li", {}, el("button", { type: "button", class: "item", dataset: { kind, name: id },
       title: item.description ?? "", onclick: () => select(kind, id) },
-    el("span", { class: "item-name" }, item.title || item.name || id),
+    el("span", { class: "item-name" }, item.title || item.name || id,
+      kind === "tools" && appUri(item) ? el("span", { class: "item-tag" }, "app") : null),
     kind === "resources" || kind === "templates" ? el("span", { class: "item-sub" }, id) : null)));
   }
   list.dataset.loaded = "true";
@@ -144,6 +148,7 @@ function select(kind, id) {
   const item = state.catalog[kind].find((candidate) => LISTS[kind].id(candidate) === id);
   if (!item) return;
   state.run?.cancel();
+  closeApp();
   state.selected = { kind, id };
   markSelected();
   clear($("#detail")).append(VIEWS[kind](item));
@@ -163,9 +168,14 @@ const VIEWS = {
         problem.textContent = `Not JSON: ${error.message}`;
       }
     };
+    const app = appUri(tool);
+    const seenBy = visibility(tool);
     return detail("tool", tool.name, tool.title || tool.name, tool.description, [
       tool.annotations ? el("div", { class: "badges" }, Object.entries(tool.annotations)
         .map(([key, value]) => el("span", { class: "badge" }, `${key}: ${pretty(value)}`))) : null,
+      app ? el("p", { class: "app-link" }, "Shows its results in the MCP App ", el("code", {}, app)) : null,
+      seenBy.length < 2 ? el("p", { class: "app-visibility" },
+        `Visibility: ${seenBy.join(", ")} only (a host ${seenBy.includes("app") ? "hides it from the model" : "refuses it to apps"}).`) : null,
       el("form", { id: "call-form", onsubmit: (event) => {
         event.preventDefault();
         const outcome = form.read();
@@ -185,6 +195,8 @@ const VIEWS = {
     const runArea = el("div", { class: "run-area" });
     return detail("resource", resource.uri, resource.title || resource.name || resource.uri, resource.description, [
       el("p", {}, el("code", {}, resource.uri), resource.mimeType ? ` ${resource.mimeType}` : ""),
+      resource.mimeType === APP_MIME_TYPE
+        ? el("p", { class: "muted" }, "An MCP App: call a tool linked to it to see it run.") : null,
       el("div", { class: "buttons" },
         el("button", { type: "button", id: "read", class: "primary",
           onclick: () => startRun(runArea, "resources/read", { uri: resource.uri }) }, "Read"),
@@ -227,12 +239,31 @@ function detail(kind, name, title, description, parts) {
     el("h2", {}, title), description ? el("p", { class: "description" }, description) : null, parts);
 }
 
-function startRun(container, method, params, { tool = null } = {}) {
+async function startRun(container, method, params, { tool = null } = {}) {
   state.run?.cancel();
+  const generation = state.generation;
+  const previous = state.app;
+  state.app = null;
+  await previous?.close(); // a view is asked to tear down, and given a moment to answer
+  if (generation !== state.generation) return undefined;
   const run = new Run(container, method, params,
     { onReadResource: (uri) => startRun(container, "resources/read", { uri }) });
   state.run = run;
-  return perform(state.wire, run, method, params, { tool, roots: () => roots.roots() });
+  const view = method === "tools/call" && appUri(tool) ? new AppView({ wire: state.wire, tool,
+    args: params.arguments ?? {}, catalog: () => state.catalog, roots: () => roots.roots() }) : null;
+  if (view) {
+    state.app = view;
+    run.app.append(view.element);
+    view.start();
+  }
+  await perform(state.wire, run, method, params, { tool, roots: () => roots.roots() });
+  view?.finished(run);
+  return run;
+}
+
+function closeApp() {
+  state.app?.close();
+  state.app = null;
 }
 
 // Handshake era: the server asked something on a stream; answer it from a card.

@@ -27,11 +27,13 @@ export class Run {
       onclick: () => this.cancel() }, "Cancel");
     this.activity = el("div", { class: "run-activity" });
     this.inputs = el("div", { class: "run-inputs" });
+    this.app = el("div", { class: "run-app" }); // the tool's MCP App, if it has one
     this.result = el("div", { class: "run-result" });
+    this.reply = null;
     const target = params.name ?? params.uri ?? "";
     this.element = el("section", { id: "run-view", class: "run", dataset: { state: "running", method } },
       el("header", { class: "run-head" }, el("code", { class: "run-title" }, `${method} ${target}`),
-        this.status, this.cancelButton), this.activity, this.inputs, this.result);
+        this.status, this.cancelButton), this.activity, this.inputs, this.app, this.result);
     clear(container).append(this.element);
   }
 
@@ -73,6 +75,7 @@ export class Run {
 
   finish(method, reply, rounds) {
     this.over = true;
+    this.reply = reply;
     const message = reply.message;
     const failed = Boolean(message.error) || Boolean(message.result?.isError);
     const time = `${Math.round(performance.now() - this.started)} ms`;

@@ -19,9 +19,12 @@
 export const MODERN = "2026-07-28";
 export const HANDSHAKE = "2025-11-25";
 export const CLIENT_INFO = { name: "mcpserve-dev-page", version: "1.0.0" };
+// The page renders MCP Apps (apps.js), and says so in both eras.
+const APPS = { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } };
 const CAPABILITIES = {
-  modern: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} },
-  handshake: { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true } },
+  modern: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {}, extensions: APPS },
+  handshake: { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true },
+    extensions: APPS },
 };
 const META = "io.modelcontextprotocol/";
 const NAME_SOURCES = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" };
