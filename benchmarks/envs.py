@@ -91,9 +91,12 @@ def _log(message: str) -> None:
     print(f"[setup] {message}", file=sys.stderr, flush=True)
 
 
-def ensure_venvs(refresh: bool = False) -> None:
+def ensure_venvs(refresh: bool = False, names: list[str] | None = None) -> None:
+    """Build the venvs (those of ``names`` only, when given) whose requirements changed."""
     VENVS.mkdir(parents=True, exist_ok=True)
     for name, requirements in REQUIREMENTS.items():
+        if names is not None and name not in names:
+            continue
         venv = VENVS / name
         stamp = venv / ".bench-requirements"
         want = hashlib.sha256(json.dumps(requirements).encode()).hexdigest()

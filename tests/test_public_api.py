@@ -56,6 +56,7 @@ LAZY_MODULES = (
     "jsonschema",  # only for hand-written inputSchema
     "opentelemetry",
     "mcpserve.client",  # for tests and tools, not servers
+    "mcpserve.proxy",  # only for proxies and gateways (Server.proxy, Server.gateway)
     "mcpserve.transports",
     "mcpserve.cli",
     "mcpserve.server.tasks",  # the tasks extension, for servers with task tools

@@ -7,6 +7,7 @@ here, so a new command is a new module and one ``add_command`` line:
 * :mod:`.use`: ``inspect``, ``call``, ``read`` and ``prompt``, which drive a server as a
   client does, in this process or over stdio;
 * :mod:`.install`: ``install``, which writes a client application's config entry;
+* :mod:`.proxy`: ``proxy``, which serves another server (or a gateway of several);
 * :mod:`.dev`: ``dev``, the server with a browser dev page (:mod:`mcpserve.dev`).
 
 Every target is ``file.py[:server]`` or ``module[:server]`` (:mod:`.targets`). Progress and
@@ -30,6 +31,7 @@ except ModuleNotFoundError as exc:  # mcpserve installed without the cli extra
 # After the check above: every command module imports click.
 from .dev import dev  # noqa: E402
 from .install import install  # noqa: E402
+from .proxy import proxy  # noqa: E402
 from .serve import NEEDS_HTTP, keygen, require_uvicorn, run, worker_app  # noqa: E402
 from .targets import load_server  # noqa: E402
 from .use import call, inspect, prompt, read  # noqa: E402
@@ -51,3 +53,4 @@ main.add_command(read)
 main.add_command(prompt)
 main.add_command(install)
 main.add_command(dev)
+main.add_command(proxy)

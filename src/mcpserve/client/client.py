@@ -188,10 +188,17 @@ class Client:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         on_notification: NotificationHandler | None = None,
+        negotiate: bool = False,
         **options: Any,
     ) -> Client:
-        """A client for a server started as a subprocess speaking stdio."""
-        connection = StdioConnection(command, env=env, cwd=cwd, on_notification=None)
+        """A client for a server started as a subprocess speaking stdio.
+
+        It speaks 2026-07-28 unless pinned to a handshake-era ``protocol_version`` (then it
+        sends ``initialize``); ``negotiate=True`` settles the era as over HTTP:
+        ``server/discover`` first, ``initialize`` when the server predates 2026-07-28."""
+        negotiate = negotiate or options.get("protocol_version") in c.LEGACY_VERSIONS
+        connection = StdioConnection(command, env=env, cwd=cwd, on_notification=None,
+                                     negotiate=negotiate)  # fmt: skip
         client = cls(connection, on_notification=on_notification, **options)
         # Shaped by the client (it owns the threads a blocking handler runs in), so the
         # connection gets it only now.

@@ -4,6 +4,12 @@
 Both connections move the same JSON-RPC dicts. The in-memory one round-trips every message
 through the JSON encoder, so anything a handler returns that would not survive the wire
 fails in tests exactly as it would in production.
+
+Over stdio the handshake era needs little of its own: after ``initialize`` (:mod:`.eras`,
+when the connection was made with ``negotiate=True`` or pinned to a handshake-era version)
+the server may send requests of its own on stdout (elicitation, sampling, roots, ping);
+each is answered by ``on_request`` in a task of its own, the response written to stdin.
+A request sent after the server has exited fails at once with ``ConnectionError``.
 """
 
 from __future__ import annotations
@@ -11,16 +17,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..protocol.errors import ParseError
 from ..protocol.jsonrpc import JSONDict, RequestId, dumps, loads
 
 if TYPE_CHECKING:
     from ..server.server import Server
 
+logger = logging.getLogger("mcpserve.client")
+
 NotificationHandler = Callable[[JSONDict], Awaitable[None] | None]
+#: Answers one request from the server (handshake era): the whole JSON-RPC response.
+RequestHandler = Callable[[JSONDict], Awaitable[JSONDict]]
 
 
 class Connection(Protocol):
@@ -81,15 +93,40 @@ class StdioConnection:
         env: dict[str, str] | None,
         cwd: str | None,
         on_notification: NotificationHandler | None,
+        negotiate: bool = False,
     ) -> None:
         self.command = list(command)
         self.env = env
         self.cwd = cwd
         self.on_notification = on_notification
+        self.on_request: RequestHandler | None = None
+        #: Settle the era when the client connects (``server/discover``, else ``initialize``).
+        self.negotiates = negotiate
+        #: The handshake-era version agreed at ``initialize`` (None on 2026-07-28).
+        self.version: str | None = None
         self.process: asyncio.subprocess.Process | None = None
         self._pending: dict[RequestId, asyncio.Future[JSONDict]] = {}
         self._reader: asyncio.Task[None] | None = None
+        self._answering: set[asyncio.Task[None]] = set()
         self.shutdown_timeout = 5.0
+
+    def attach(self, on_notification: NotificationHandler, on_request: RequestHandler) -> None:
+        """The client's routes, unless the connection was given its own."""
+        self.on_notification = self.on_notification or on_notification
+        self.on_request = self.on_request or on_request
+
+    def begin(self, version: str) -> None:
+        """``initialize`` agreed on ``version``: the server may now send requests too."""
+        self.version = version
+
+    async def open_standalone(self) -> bool:
+        """There is no standalone stream on stdio: everything comes on stdout."""
+        return False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the server's stdout has ended (it exited, or was never started)."""
+        return self._reader is None or self._reader.done()
 
     async def open(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
@@ -110,21 +147,49 @@ class StdioConnection:
 
     async def _read(self) -> None:
         _, stdout = self._pipes()
-        async for line in stdout:
-            if not line.strip():
-                continue
-            message = loads(line, exact_integers=False)
-            if not isinstance(message, dict):
-                continue
-            if "method" in message:
-                await _deliver(self.on_notification, message)
-                continue
-            future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
-            if future is not None and not future.done():
-                future.set_result(message)
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(ConnectionError("the server closed its stdout"))
+        ending = "the server closed its stdout"
+        try:
+            async for line in stdout:
+                if not line.strip():
+                    continue
+                try:
+                    message = loads(line, exact_integers=False)
+                except ParseError:  # not JSON (a server printing to stdout): not a message
+                    logger.warning("Ignoring a line from the server that is not JSON: %.200r",
+                                   line)  # fmt: skip
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                if "method" in message:
+                    if "id" in message:  # the server asks (handshake era): answered aside
+                        self._answer_later(message)
+                    else:
+                        await _deliver(self.on_notification, message)
+                    continue
+                future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+                if future is not None and not future.done():
+                    future.set_result(message)
+        except (ValueError, OSError) as exc:  # a line beyond the limit, a broken pipe
+            ending = f"reading the server's stdout failed: {exc}"
+        finally:
+            # Whatever ended the stream, nobody waits forever for an answer.
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError(ending))
+
+    def _answer_later(self, request: JSONDict) -> None:
+        async def answer() -> None:
+            if self.on_request is None:
+                error = {"code": -32601, "message": "This client answers no requests"}
+                response: JSONDict = {"jsonrpc": "2.0", "id": request["id"], "error": error}
+            else:
+                response = await self.on_request(request)
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self._write(response)
+
+        task = asyncio.create_task(answer())
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     async def _write(self, message: JSONDict) -> None:
         stdin, _ = self._pipes()
@@ -132,6 +197,8 @@ class StdioConnection:
         await stdin.drain()
 
     async def request(self, message: JSONDict) -> JSONDict:
+        if self.closed:
+            raise ConnectionError(f"{message.get('method')}: the server has exited")
         future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
         self._pending[message["id"]] = future
         await self._write(message)
@@ -155,6 +222,8 @@ class StdioConnection:
         process = self.process
         if process is None:
             return
+        for task in list(self._answering):
+            task.cancel()
         if process.stdin is not None and not process.stdin.is_closing():
             process.stdin.close()
         try:

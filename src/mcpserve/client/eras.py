@@ -1,4 +1,5 @@
-"""Which era a server speaks, settled when a :class:`~mcpserve.Client` connects over HTTP.
+"""Which era a server speaks, settled when a :class:`~mcpserve.Client` connects over HTTP
+(or over stdio, made with ``negotiate=True`` or pinned to a handshake-era version).
 
 The probe (``basic/versioning.mdx`` § Backward Compatibility, as the official clients do
 it in their automatic mode): ``server/discover`` at the newest version. A client pinned to
@@ -56,8 +57,6 @@ def modern_retry(exc: MCPError) -> str | None:
 
 async def negotiate(client: Client) -> None:
     """Settle the era with the server, then record what it said about itself."""
-    from .http import HTTPStatusError  # only HTTP connections negotiate
-
     if client.protocol_version in c.LEGACY_VERSIONS:
         await handshake(client, client.protocol_version)
         return
@@ -76,8 +75,9 @@ async def negotiate(client: Client) -> None:
             legacy = listed[0] if listed else legacy
         await handshake(client, legacy)
         return
-    except HTTPStatusError as exc:
-        if not 400 <= exc.status < 500:
+    except ConnectionError as exc:  # an HTTP answer without JSON-RPC in it has a status
+        status = getattr(exc, "status", None)
+        if not isinstance(status, int) or not 400 <= status < 500:
             raise
         await handshake(client, c.LEGACY_VERSIONS[0])
         return

@@ -1,0 +1,210 @@
+"""The proxy's registry, kept equal to the upstream's lists.
+
+:meth:`Mirror.load` reads one list from the upstream (every page) and makes the registry
+match it: new entries are added, entries the upstream no longer lists are removed, and an
+entry whose upstream listing changed is replaced; an unchanged one is left alone. Each
+change goes through the registry, so the proxy's own listeners hear ``list_changed`` for
+exactly what changed, as for any server whose registrations change while it serves.
+
+Entries the proxy's own code registered (``@proxy.tool``) stay, and win over an upstream
+entry of the same name, which is left out with a warning. An upstream entry the proxy
+cannot serve (not an object, no name, an invalid ``inputSchema``, ``x-mcp-header`` or URI
+template) is left out with a warning too: one bad entry hides no other.
+
+When the upstream offers completions, each prompt argument and template variable gets a
+forwarding completer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import MCPError
+from ..protocol.jsonrpc import JSONDict
+from .entries import (
+    ForwardedCompleter,
+    ForwardedPrompt,
+    ForwardedResource,
+    ForwardedTemplate,
+    ForwardedTool,
+)
+from .upstream import UpstreamUnavailable
+from .wire import UpstreamError
+
+if TYPE_CHECKING:
+    from ..server.registry import CompletionKey, Registry
+    from .forwarding import Forwarder
+    from .upstream import Upstream
+
+logger = logging.getLogger("mcpserve.proxy")
+
+#: The lists the proxy mirrors, by the capability that offers them.
+KINDS = ("tools", "resources", "prompts")
+#: Pages read from one list at most (a cursor that never ends is the upstream's bug).
+MAX_PAGES = 1000
+_FORWARDED = (ForwardedTool, ForwardedPrompt, ForwardedResource, ForwardedTemplate,
+              ForwardedCompleter)  # fmt: skip
+
+
+class Mirror:
+    """Copies the upstream's tools, resources, templates and prompts into a registry."""
+
+    def __init__(self, registry: Registry, forwarder: Forwarder, upstream: Upstream) -> None:
+        self.registry = registry
+        self.forwarder = forwarder
+        self.upstream = upstream
+
+    async def load_all(self) -> None:
+        """Every list; one the upstream answers badly is left empty, with a warning."""
+        for kind in KINDS:
+            try:
+                await self.load(kind)
+            except UpstreamUnavailable:
+                raise
+            except MCPError as exc:
+                logger.warning("Leaving out the %s of the upstream server %s: %s", kind,
+                               self.upstream.label, exc.message)  # fmt: skip
+
+    async def load(self, kind: str) -> None:
+        """Make the registry's ``kind`` list (``"resources"``: templates too) the upstream's."""
+        offered = kind in self.upstream.capabilities
+        if kind == "tools":
+            tools = await self._list("tools/list", "tools") if offered else []
+            self._apply(self.registry.tools, self._built(tools, self._tool), "tools")
+        elif kind == "prompts":
+            prompts = await self._list("prompts/list", "prompts") if offered else []
+            self._apply(self.registry.prompts, self._built(prompts, self._prompt), "prompts")
+        else:
+            resources = await self._list("resources/list", "resources") if offered else []
+            templates = (
+                await self._list("resources/templates/list", "resourceTemplates") if offered else []
+            )
+            self._apply(self.registry.resources, self._built(resources, self._resource),
+                        "resources")  # fmt: skip
+            self._apply(self.registry.templates, self._built(templates, self._template),
+                        "resources")  # fmt: skip
+        self._complete()
+
+    async def _list(self, method: str, key: str) -> list[Any]:
+        entries: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            result = await self.upstream.request(method, {"cursor": cursor} if cursor else {})
+            page = result.get(key) if isinstance(result, dict) else None
+            if not isinstance(page, list):
+                raise UpstreamError(f"The upstream server {self.upstream.label} answered "
+                                    f"{method} with an invalid result (no {key} list)")  # fmt: skip
+            entries.extend(page)
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return entries
+        logger.warning("The upstream server %s lists more than %d pages of %s; the rest are "
+                       "left out", self.upstream.label, MAX_PAGES, key)  # fmt: skip
+        return entries
+
+    # -- building entries ------------------------------------------------------------------
+
+    def _built(self, listed: list[Any], build: Callable[[JSONDict], Any]) -> dict[str, Any]:
+        built: dict[str, Any] = {}
+        for entry in listed:
+            try:
+                item = build(entry) if isinstance(entry, dict) else None
+            except (KeyError, TypeError, ValueError) as exc:
+                logger.warning("Leaving out an entry of the upstream server %s: %s",
+                               self.upstream.label, exc)  # fmt: skip
+                continue
+            if item is None:
+                logger.warning("Leaving out an entry of the upstream server %s that is not a "
+                               "valid listing: %.200r", self.upstream.label, entry)  # fmt: skip
+                continue
+            built.setdefault(item.key, item)
+        return built
+
+    def _tool(self, entry: JSONDict) -> ForwardedTool | None:
+        if type(entry.get("name")) is not str or not isinstance(entry.get("inputSchema"), dict):
+            return None
+        return ForwardedTool(entry, self.forwarder)
+
+    def _prompt(self, entry: JSONDict) -> ForwardedPrompt | None:
+        if type(entry.get("name")) is not str:
+            return None
+        return ForwardedPrompt(entry, self.forwarder)
+
+    def _resource(self, entry: JSONDict) -> ForwardedResource | None:
+        if type(entry.get("uri")) is not str:
+            return None
+        return ForwardedResource(entry, self.forwarder)
+
+    def _template(self, entry: JSONDict) -> ForwardedTemplate | None:
+        if type(entry.get("uriTemplate")) is not str:
+            return None
+        return ForwardedTemplate(entry, self.forwarder)
+
+    # -- applying them -----------------------------------------------------------------------
+
+    def _apply(self, current: dict[str, Any], built: dict[str, Any], kind: str) -> None:
+        registry = self.registry
+        for key, item in list(current.items()):
+            if self._mine(item) and key not in built:
+                _remove(registry, kind, item, key)
+        for key, item in built.items():
+            existing = current.get(key)
+            if existing is None:
+                _add(registry, kind, item, replace=False)
+            elif not self._mine(existing):
+                logger.warning("The upstream server %s offers %r, which the proxy itself "
+                               "registered: the proxy's own is kept", self.upstream.label,
+                               key)  # fmt: skip
+            elif existing.wire != item.wire:
+                _add(registry, kind, item, replace=True)
+
+    def _mine(self, item: Any) -> bool:
+        return isinstance(item, _FORWARDED) and item.forwarder is self.forwarder
+
+    def _complete(self) -> None:
+        """One forwarding completer per prompt argument and template variable, when the
+        upstream completes; none otherwise."""
+        wanted: dict[CompletionKey, ForwardedCompleter] = {}
+        if "completions" in self.upstream.capabilities:
+            for name, prompt in self.registry.prompts.items():
+                if isinstance(prompt, ForwardedPrompt) and self._mine(prompt):
+                    ref = {"type": "ref/prompt", "name": prompt.upstream_name}
+                    for argument in prompt.argument_names:
+                        key: CompletionKey = ("ref/prompt", name, argument)
+                        wanted[key] = ForwardedCompleter(ref, argument, self.forwarder)
+            for template_key, template in self.registry.templates.items():
+                if isinstance(template, ForwardedTemplate) and self._mine(template):
+                    ref = {"type": "ref/resource", "uri": template.upstream_template}
+                    for variable in template.template.variables:
+                        key = ("ref/resource", template_key, variable)
+                        wanted[key] = ForwardedCompleter(ref, variable, self.forwarder)
+        completers = self.registry.completers
+        for key, completer in list(completers.items()):
+            if self._mine(completer) and key not in wanted:
+                del completers[key]
+        for key, completer in wanted.items():
+            existing = completers.get(key)
+            if existing is None or (
+                isinstance(existing, ForwardedCompleter) and existing.ref != completer.ref
+            ):
+                self.registry.add_completer(key, completer)
+
+
+def _add(registry: Registry, kind: str, item: Any, *, replace: bool) -> None:
+    if kind == "tools":
+        registry.add_tool(item, replace=replace)
+    elif kind == "prompts":
+        registry.add_prompt(item, replace=replace)
+    else:
+        registry.add_resource(item, replace=replace)
+
+
+def _remove(registry: Registry, kind: str, item: Any, key: str) -> None:
+    if kind == "tools":
+        registry.remove_tool(key)
+    elif kind == "prompts":
+        registry.remove_prompt(key)
+    else:
+        registry.remove_resource(key)
