@@ -1610,3 +1610,32 @@ async def test_answered_requests_are_not_retained_by_a_live_session(serve: Serve
     finally:
         tracemalloc.stop()
     assert retained < 5_000_000, f"one idle session retains {retained / 1e6:.1f} MB of answers"
+
+
+async def test_a_schema_that_does_not_promise_an_object_wraps_every_structured_result() -> None:
+    # The schema is listed wrapped, so an object result must come wrapped too, or it
+    # would not fit what the legacy client was told.
+    import jsonschema
+
+    server = Server("either")
+    schema = {"anyOf": [{"type": "object", "properties": {"a": {"type": "integer"}},
+                         "required": ["a"]}, {"type": "integer"}]}  # fmt: skip
+
+    @server.tool(output_schema=schema)
+    def pick(n: int) -> Any:
+        return {"a": n} if n else 3
+
+    stdio = FakeStdio(server)
+    try:
+        await stdio.initialize()
+        listed = await stdio.ask(legacy_request(1, "tools/list"))
+        [tool] = listed["result"]["tools"]
+        published = tool["outputSchema"]
+        assert published == {"type": "object", "properties": {"result": schema},
+                             "required": ["result"]}  # fmt: skip
+        for call_id, n, expected in [(2, 5, {"result": {"a": 5}}), (3, 0, {"result": 3})]:
+            answer = await stdio.ask(legacy_call(call_id, "pick", {"n": n}))
+            assert answer["result"]["structuredContent"] == expected
+            jsonschema.validate(expected, published)
+    finally:
+        await stdio.session.finish()

@@ -151,17 +151,26 @@ def legacy_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
     if method == "tools/list":
         result["tools"] = [legacy_tool(tool) for tool in result.get("tools", ())]
     elif method == "tools/call" and "structuredContent" in result:
+        # A tool whose schema is wrapped wraps its own results (whatever their value: an
+        # object may fit a schema that does not promise one); this is for tools without one.
         structured = result["structuredContent"]
         if not isinstance(structured, dict):
             result["structuredContent"] = {"result": structured}
     return result
 
 
+def wraps_output(schema: dict[str, Any] | None) -> bool:
+    """Whether a legacy peer sees this output schema (and so the tool's structured results)
+    wrapped as ``{"result": ...}``: whenever it does not promise an object."""
+    return schema is not None and schema.get("type") != "object"
+
+
 def legacy_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A ``tools/list`` entry whose output schema is not an object, wrapped as one."""
     schema = tool.get("outputSchema")
-    if schema is None or schema.get("type") == "object":
+    if not wraps_output(schema):
         return tool
+    assert schema is not None
     wrapped: dict[str, Any] = {
         "type": "object",
         "properties": {"result": schema},

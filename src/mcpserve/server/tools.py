@@ -26,6 +26,7 @@ import pydantic
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InternalError, MissingClientCapability, ToolError, new_ref
 from ..protocol.header_annotations import header_annotations
+from ..protocol.legacy import wraps_output
 from ..protocol.records import Record
 from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
@@ -171,6 +172,19 @@ class Tool(Registered):
         """Turn a return value into a ``CallToolResult`` body."""
         if type(value) is str and self.output_check is None and not self.output.structured:
             return {"content": [{"type": "text", "text": value}]}  # the commonest answer
+        result = self._shaped(value)
+        if (
+            ctx is not None
+            and ctx.request.session is not None
+            and "structuredContent" in result
+            and wraps_output(self.wire.get("outputSchema"))
+        ):
+            # The handshake era lists this tool's schema wrapped as {"result": ...}: every
+            # structured result must be wrapped to fit it, an object included.
+            result["structuredContent"] = {"result": result["structuredContent"]}
+        return result
+
+    def _shaped(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult):
             result = value.to_wire()
         elif _is_call_tool_result(value):
