@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import importlib.util
 import signal
 import subprocess
@@ -569,3 +570,141 @@ async def test_fastapi_app_under_uvicorn_serves_health_and_mcp(tmp_path: Path) -
     assert "Application startup complete" in log
     assert "Application shutdown complete" in log
     assert "WARNING" not in log  # nor did the mounted app have to start a lifespan itself
+
+
+# --------------------------------------------------------------------------- openapi_inventory.py
+
+
+async def test_openapi_inventory_serves_the_apis_operations_as_tools_over_stdio() -> None:
+    async with stdio_client("openapi_inventory.py") as client:
+        tools = {tool["name"]: tool for tool in await within(client.list_tools())}
+        found = await within(client.call_tool("find_parts", {"text": "bolt"}))
+        put = await within(client.call_tool("put_part", {"sku": "W-10", "name": "washer M10",
+                                                         "count": 500}))  # fmt: skip
+        got = await within(client.call_tool("get_part", {"sku": "W-10"}))
+        missing = await within(client.call_tool("get_part", {"sku": "X-1"}))
+    assert list(tools) == ["find_parts", "get_part", "put_part"]
+    assert tools["put_part"]["annotations"]["idempotentHint"] is True
+    assert found["structuredContent"] == [{"name": "hex bolt M10", "count": 120, "sku": "B-10"}]
+    assert put["structuredContent"]["sku"] == got["structuredContent"]["sku"] == "W-10"
+    assert missing["isError"] is True
+    assert missing["content"][0]["text"] == (
+        'GET /parts/X-1 answered HTTP 404 Not Found: {"detail":"No part with SKU X-1"}'
+    )
+
+
+# --------------------------------------------------------------------------- skills.py
+
+
+@pytest.fixture
+def handbook() -> ModuleType:
+    return load("skills_example", EXAMPLES / "skills.py")
+
+
+async def test_skills_example_lists_its_skills_and_serves_each_file_as_its_digest_says(
+    handbook: ModuleType, connect: Any
+) -> None:
+    async with connect(handbook.server) as client:
+        capabilities = (await client.discover())["capabilities"]
+        listed = await client.request("skills/list")
+        entries = {entry["uri"]: entry for entry in listed["skills"]}
+        for entry in entries.values():
+            if entry["resources"] == "dynamic":
+                continue
+            for file in entry["resources"]:
+                text = (await client.read_resource(file["uri"]))["contents"][0]["text"]
+                on_disk = (EXAMPLES / "skills" / file["uri"].removeprefix("skill://")).read_bytes()
+                assert text.encode() == on_disk
+                assert file["digest"] == "sha256:" + hashlib.sha256(on_disk).hexdigest()
+                assert file["size"] == len(on_disk)
+        on_call = await client.read_resource("skill://on-call/SKILL.md")
+        templates = await client.request(
+            "resources/directory/read", {"uri": "skill://release-notes/templates"}
+        )
+    assert capabilities["extensions"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+    assert list(entries) == [
+        "skill://git-workflow/SKILL.md",
+        "skill://release-notes/SKILL.md",
+        "skill://on-call/SKILL.md",
+    ]
+    assert entries["skill://git-workflow/SKILL.md"]["frontmatter"]["metadata"] == {
+        "owner": "platform-team",
+        "version": "1.2",
+    }
+    assert entries["skill://on-call/SKILL.md"]["resources"] == "dynamic"
+    assert "is on call: page them with `/page " in on_call["contents"][0]["text"]
+    assert [child["name"] for child in templates["resources"]] == ["release-notes.md"]
+
+
+async def test_skills_example_over_stdio() -> None:
+    async with stdio_client("skills.py") as client:
+        listed = await within(client.request("skills/list"))
+        got = await within(client.request("skills/get", {"uri": "skill://git-workflow/SKILL.md"}))
+        guide_uri = "skill://git-workflow/references/commit-messages.md"
+        guide = await within(client.read_resource(guide_uri))
+    names = [entry["frontmatter"]["name"] for entry in listed["skills"]]
+    assert names == ["git-workflow", "release-notes", "on-call"]
+    assert got["skill"] == listed["skills"][0]
+    assert (listed["ttlMs"], listed["cacheScope"]) == (600_000, "public")
+    assert guide["contents"][0]["text"].startswith("# Commit messages\n")
+
+
+# --------------------------------------------------------------------------- apps.py
+
+APPS_CAPABILITIES = {
+    "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+}
+
+
+@pytest.fixture
+def dice() -> ModuleType:
+    return load("apps_example", EXAMPLES / "apps.py")
+
+
+async def test_apps_links_roll_to_its_view_and_keeps_reroll_for_the_app(
+    dice: ModuleType, connect: Any
+) -> None:
+    async with connect(dice.server) as client:
+        capabilities = (await client.discover())["capabilities"]
+        tools = {tool["name"]: tool for tool in await client.list_tools()}
+        view = await client.read_resource("ui://dice/view")
+    assert capabilities["extensions"] == {"io.modelcontextprotocol/ui": {}}
+    assert tools["roll"]["_meta"]["ui"] == {"resourceUri": "ui://dice/view"}
+    assert tools["reroll"]["_meta"]["ui"] == {
+        "resourceUri": "ui://dice/view",
+        "visibility": ["app"],
+    }
+    [content] = view["contents"]
+    assert content["mimeType"] == "text/html;profile=mcp-app"
+    assert content["_meta"] == {"ui": {"prefersBorder": True}}
+    assert content["text"] == (EXAMPLES / "dice.html").read_text()
+
+
+async def test_apps_rolls_and_spells_the_dice_out_only_for_clients_without_apps(
+    dice: ModuleType, connect: Any
+) -> None:
+    async with connect(dice.server, capabilities=APPS_CAPABILITIES) as client:
+        shown = await client.call_tool("roll", {"dice": 3, "sides": 4})
+        again = await client.call_tool("reroll", {"dice": 3, "sides": 4})
+    async with connect(dice.server) as client:
+        plain = await client.call_tool("roll", {"dice": 1, "sides": 20})
+        refused = await client.call_tool("roll", {"dice": 13})
+    rolls = shown["structuredContent"]
+    assert len(rolls["rolls"]) == 3
+    assert all(1 <= value <= 4 for value in rolls["rolls"])
+    assert rolls["total"] == sum(rolls["rolls"])
+    assert shown["content"][0]["text"] == f"Rolled 3d4: {rolls['total']}."
+    assert len(again["structuredContent"]["rolls"]) == 3
+    [value] = plain["structuredContent"]["rolls"]
+    assert plain["content"][0]["text"] == f"Rolled 1d20: {value}. ({value})"
+    assert refused["isError"] is True
+
+
+async def test_apps_over_stdio() -> None:
+    async with stdio_client("apps.py") as client:
+        listed = await within(client.list_resources())
+        rolled = await within(client.call_tool("roll", {}))
+    assert [(item["uri"], item["mimeType"]) for item in listed] == [
+        ("ui://dice/view", "text/html;profile=mcp-app")
+    ]
+    assert len(rolled["structuredContent"]["rolls"]) == 2

@@ -8,7 +8,7 @@ below, and shared by its decorator and its ``add_`` method.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -18,9 +18,16 @@ from .resources import CachePolicy, Resource, ResourceTemplate, build_resource
 from .tools import Tool
 
 if TYPE_CHECKING:
+    import os
     from concurrent.futures import ThreadPoolExecutor
 
+    import httpx
+
+    from .apps import App, AppOptions
+    from .openapi import OpenAPISelection
     from .prompts import Prompt
+    from .skill import Skill, SkillOptions
+    from .skills import Skills
     from .task_runner import Tasks
 
 # Prompts and completions load with the first one registered: a tools-only server (the
@@ -56,6 +63,10 @@ class ToolOptions(Options, total=False):
     #: When the task starts: with the "call" (default), or when the "handler" awaits
     #: ``ctx.start_task()`` (its questions before that are multi round-trip rounds).
     task_start: Literal["call", "handler"]
+    #: The MCP App (``server.app(...)``, or its ``ui://`` URI) that shows the tool's results.
+    app: App | str
+    #: Who may call the tool where apps are shown: "model", "app" (default: both).
+    visibility: Iterable[Literal["model", "app"]]
 
 
 class ResourceOptions(Options, total=False):
@@ -76,6 +87,9 @@ class Registering:
 
         @property
         def tasks(self) -> Tasks: ...
+
+        @property
+        def skills(self) -> Skills: ...
 
     @overload
     def tool(self, fn: F, /) -> Tool: ...
@@ -106,6 +120,10 @@ class Registering:
         return tool
 
     def _make_tool(self, fn: Callable[..., Any], options: ToolOptions) -> Tool:
+        if "app" in options or "visibility" in options:
+            from .apps import with_app_meta
+
+            options = with_app_meta(options)  # type: ignore[assignment]
         if "task" not in options:
             return Tool(fn, pool=self.thread_pool, **options)  # type: ignore[misc]
         from .task_runner import TaskTool
@@ -114,6 +132,20 @@ class Registering:
 
     def remove_tool(self, name: str) -> Tool:
         return self.registry.remove_tool(name)
+
+    def add_openapi(
+        self,
+        spec: Mapping[str, Any] | str | bytes,
+        *,
+        client: httpx.AsyncClient,
+        **selection: Unpack[OpenAPISelection],
+    ) -> list[Tool]:
+        """Register a tool per operation of an OpenAPI 3.0/3.1 document (a dict or JSON text),
+        called with ``client``; ``operation_ids=``, ``tags=``, ``include=`` choose which, and
+        ``prefix=`` begins their names (see :mod:`mcpserve.server.openapi`)."""
+        from .openapi import add_openapi
+
+        return list(add_openapi(self, spec, client=client, **selection))
 
     def resource(
         self, uri: str, **options: Unpack[ResourceOptions]
@@ -142,6 +174,77 @@ class Registering:
 
     def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
         return self.registry.remove_resource(uri_or_template)
+
+    @overload
+    def app(self, uri: str, *, html: str, **options: Unpack[AppOptions]) -> App: ...
+    @overload
+    def app(
+        self, uri: str, *, path: str | os.PathLike[str], **options: Unpack[AppOptions]
+    ) -> App: ...
+    @overload
+    def app(self, uri: str, **options: Unpack[AppOptions]) -> Callable[[F], App]: ...
+    def app(
+        self,
+        uri: str,
+        *,
+        html: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+        **options: Unpack[AppOptions],
+    ) -> App | Callable[[F], App]:
+        """Register an MCP App: the HTML view at a ``ui://`` URI that hosts render for the
+        tools linked to it (``@server.tool(app=...)``). From ``html``, a file at ``path``
+        (read at each ``resources/read``), or the decorated function's return value (see
+        :mod:`mcpserve.server.apps`)."""
+        from .apps import register_app
+
+        return register_app(self.registry, uri, pool=self.thread_pool, html=html, path=path,
+                            **options)  # fmt: skip
+
+    @overload
+    def skill(self, fn: F, /) -> Skill: ...
+    @overload
+    def skill(
+        self, fn: None = None, /, **options: Unpack[SkillOptions]
+    ) -> Callable[[F], Skill]: ...
+    def skill(
+        self, fn: F | None = None, /, **options: Unpack[SkillOptions]
+    ) -> Skill | Callable[[F], Skill]:
+        """Serve a generated skill: the function returns its SKILL.md body on every read; its
+        name (``_`` as ``-``) and docstring name and describe it unless given (the skills
+        extension, :mod:`mcpserve.server.skills`)."""
+
+        def register(fn: F) -> Skill:
+            from .skill import generated_skill
+
+            return self.add_skill(generated_skill(fn, **options))
+
+        return register(fn) if fn is not None else register
+
+    def add_skill(self, skill: Skill, *, replace: bool = False) -> Skill:
+        """Serve a :class:`~mcpserve.Skill` and its files as ``skill://`` resources."""
+        self.skills.add([skill], replace=replace)
+        return skill
+
+    def add_skills(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str | None = None,
+        scopes: Iterable[str] | str = (),
+        cache: CachePolicy | None = None,
+        replace: bool = False,
+    ) -> list[Skill]:
+        """Serve every skill below ``directory`` (each folder with a SKILL.md), read and
+        checked now: a skill that breaks a rule raises ``ValueError`` naming its file."""
+        from .skill_files import load_skills
+
+        skills = load_skills(directory, prefix=prefix, scopes=scopes, cache=cache)
+        self.skills.add(skills, replace=replace, nested=True)
+        return skills
+
+    def remove_skill(self, uri: str) -> Skill:
+        """Stop serving the skill whose SKILL.md is at ``uri``, and its files."""
+        return self.skills.remove(uri)
 
     @overload
     def resource_lister(self, fn: F, /) -> F: ...

@@ -14,14 +14,14 @@
 Decorators work bare or with options and return the registered record (a :class:`Tool`,
 :class:`Resource`, ...), which stays callable like the original function. Registration is
 where all the work happens: schemas, validators and list entries are built once. The
-registering methods live in :mod:`.registering`; this module has the rest: the method
-table and middleware, answering, the lifespan and serving.
+registering methods live in :mod:`.registering`, composition (mounting, transformations,
+proxies, OpenAPI) in :mod:`.composing`, the pipeline's assembly in :mod:`.assembly`; this
+module has the rest: the method table and middleware, answering, the lifespan and serving.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib
 import logging
 import os
@@ -32,17 +32,18 @@ from typing import TYPE_CHECKING, Any, Generic, Literal
 from typing_extensions import TypeVar
 
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request, Send
-from ..protocol.errors import InvalidRequest, MCPError, error_from_exception, raise_unexpected
-from ..protocol.jsonrpc import JSONDict, error_response
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
+from ..protocol.errors import raise_unexpected
+from ..protocol.jsonrpc import JSONDict
 from ..protocol.legacy import Session
-from ..protocol.meta import RequestMeta
+from .assembly import build_dispatcher, initialize_through_middleware
 from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url, resource_updated
+from .composing import Composing
 from .context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
 from .legacy import Legacy
 from .methods import MethodTable, method_table
-from .middleware import Middleware, compose
+from .middleware import Middleware
 from .registering import Registering
 from .registry import Registry
 from .resources import CachePolicy
@@ -54,7 +55,9 @@ if TYPE_CHECKING:
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
     from ..protocol.request_state import StateSealer
+    from .mounting import Mount, Mounts
     from .notifications import NotificationHandler
+    from .skills import Skills
     from .task_runner import Tasks
     from .tasks import TaskStore
 
@@ -85,17 +88,13 @@ def _tracer(tracing: Any) -> Any:
     return tracer_for(tracing)
 
 
-def _nothing(ctx: Context) -> JSONDict:
-    return {}  # a notification nothing handles, after the middleware saw it
-
-
 def _serving(name: str) -> Callable[..., Any]:
     module, _, attribute = _SERVING[name].partition(":")
     entry: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
     return entry
 
 
-class Server(Registering, Generic[StateT]):
+class Server(Registering, Composing, Generic[StateT]):
     """An MCP server: what it offers, and how it answers.
 
     The server is where the parts meet: the registry (what is offered), the settings (what
@@ -198,6 +197,10 @@ class Server(Registering, Generic[StateT]):
         self._running = 0
         self._task_store = task_store
         self._tasks: Tasks | None = None
+        self._skills: Skills | None = None
+        self._mounts: Mounts | None = None
+        #: Where this server is mounted (``mounting.py``).
+        self._mounted_in: list[Mount] = []
 
     @property
     def tasks(self) -> Tasks:
@@ -211,6 +214,16 @@ class Server(Registering, Generic[StateT]):
             self.subscriptions.sinks.add(self._tasks.control)
             self._dispatcher = None  # the tasks/* methods join the table
         return self._tasks
+
+    @property
+    def skills(self) -> Skills:
+        """The skills extension (``skills.py``), made when the first skill is added."""
+        if self._skills is None:
+            from .skills import Skills
+
+            self._skills = Skills(self.registry, self.settings, self.thread_pool)
+            self._dispatcher = None  # its methods join the table
+        return self._skills
 
     @property
     def info(self) -> JSONDict:
@@ -263,6 +276,8 @@ class Server(Registering, Generic[StateT]):
         :mod:`mcpserve.server.middleware`."""
         self._middleware.append(fn)
         self._dispatcher = None
+        for mount in self._mounted_in:  # its entries there now run inside it too
+            mount.middleware_changed()
         return fn
 
     # -- answering ---------------------------------------------------------------------------
@@ -280,32 +295,19 @@ class Server(Registering, Generic[StateT]):
             supported = [*c.MODERN_VERSIONS, *legacy_versions]
             table: MethodTable = method_table(self.registry, self.settings, self.subscriptions,
                                               supported, self._tasks)  # fmt: skip
+            if self._skills is not None:
+                table.update(self._skills.handlers())
             table.update({name: Handler(custom.answer) for name, custom in self._custom.items()})
-            legacy = self.legacy.handlers(table) if self.legacy is not None else None
             notifications = {name: Handler(handler.receive)
                              for name, handler in self._notifications.items()}  # fmt: skip
-            any_notification = None
-            if self._middleware:
-                # Middleware may await anything: no handler runs inline under it.
-                table = self._wrapped(table)
-                legacy = self._wrapped(legacy) if legacy is not None else None
-                notifications = self._wrapped(notifications)
-                any_notification = self._wrapped({"": Handler(call_inline=_nothing)})[""]
-            tracer = None if self.tracing is False else _tracer(self.tracing)
-            if tracer is not None:  # outside the middleware: its time is in the span
-                from .tracing import traced
-
-                table = traced(table, tracer)
-                legacy = traced(legacy, tracer) if legacy is not None else None
-            self._dispatcher = Dispatcher(
+            self._dispatcher = build_dispatcher(
                 table,
-                context=functools.partial(Context, runtime=self.runtime),
+                runtime=self.runtime,
+                legacy=self.legacy,
+                notifications=notifications,
+                middleware=self._middleware,
+                tracer=None if self.tracing is False else _tracer(self.tracing),
                 server_info=self.info if self._server_info_in_results else None,
-                versions=c.MODERN_VERSIONS,
-                legacy_handlers=legacy,
-                legacy_versions=legacy_versions,
-                notification_handlers=notifications,
-                any_notification=any_notification,
             )
         return self._dispatcher
 
@@ -318,42 +320,8 @@ class Server(Registering, Generic[StateT]):
         """A handshake-era ``initialize``: the new session (None when refused) and the
         response, through the middleware when there is any, as every other message."""
         assert self.legacy is not None
-        legacy = self.legacy
-        if not self._middleware:
-            return legacy.initialize(message)
-        outcome: list[tuple[Session | None, JSONDict]] = []
-
-        async def initialize(ctx: Context) -> JSONDict:
-            outcome.append(legacy.initialize(message))
-            response = outcome[-1][1]
-            if "error" in response:
-                error = response["error"]
-                raise MCPError(error["message"], code=error["code"], data=error.get("data"))
-            result: JSONDict = response["result"]
-            return result
-
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        version = params.get("protocolVersion")
-        capabilities = params.get("capabilities")
-        meta = RequestMeta(version if isinstance(version, str) else "",
-                           capabilities if isinstance(capabilities, dict) else {})  # fmt: skip
-        request = Request(message["id"], "initialize", params, meta, auth=auth, http=http)
-        try:
-            result = await compose(self._middleware, initialize)(Context(request, self.runtime))
-        except Exception as exc:
-            return None, error_response(message["id"], error_from_exception(exc))
-        if not outcome or outcome[-1][0] is None:
-            refusal = InvalidRequest("Invalid request: the middleware did not start the session")
-            return None, error_response(message["id"], refusal)
-        return outcome[-1][0], {"jsonrpc": "2.0", "id": message["id"], "result": result}
-
-    def _wrapped(self, table: dict[str, Handler[Context]]) -> dict[str, Handler[Context]]:
-        """Each handler of ``table`` inside the middleware chain."""
-        chain = self._middleware
-        return {name: Handler(compose(chain, handler.call), resolve=handler.resolve,
-                              scopes=handler.scopes)
-                for name, handler in table.items()}  # fmt: skip
+        return await initialize_through_middleware(self.legacy, self._middleware, self.runtime,
+                                                   message, auth, http)  # fmt: skip
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
@@ -401,6 +369,8 @@ class Server(Registering, Generic[StateT]):
             if self.lifespan is not None:
                 state = await stack.enter_async_context(self.lifespan(self))
                 self.runtime.lifespan_state = state
+            if self._mounts is not None:
+                await self._mounts.start(stack)
             await self.subscriptions.start()
             stack.push_async_callback(self.subscriptions.shutdown)
             stack.push_async_callback(self._end_tasks)
