@@ -708,3 +708,88 @@ async def test_apps_over_stdio() -> None:
         ("ui://dice/view", "text/html;profile=mcp-app")
     ]
     assert len(rolled["structuredContent"]["rolls"]) == 2
+
+
+# --------------------------------------------------------------------------- tasks.py
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_CAPABILITIES = {"elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}}
+
+
+@pytest.fixture
+def reports(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.setenv("REPORTS_STEP_SECONDS", "0.01")
+    return load("tasks_example", EXAMPLES / "tasks.py")
+
+
+async def until_status(client: Client, task_id: str, status: str) -> dict[str, Any]:
+    async def poll() -> dict[str, Any]:
+        while (task := await client.request("tasks/get", {"taskId": task_id}))["status"] != status:
+            assert task["status"] in ("working", "input_required"), task
+            await asyncio.sleep(0.01)
+        return task
+
+    return await within(poll())
+
+
+async def test_tasks_export_runs_as_a_task_that_stops_to_ask(reports: ModuleType) -> None:
+    async with Client(reports.server, capabilities=TASK_CAPABILITIES) as client:
+        created = await client.request(
+            "tools/call", {"name": "export_report", "arguments": {"report": "q2"}}
+        )
+        assert (created["resultType"], created["status"]) == ("task", "working")
+        task_id = created["taskId"]
+        parked = await until_status(client, task_id, "input_required")
+        [(key, question)] = parked["inputRequests"].items()
+        assert question["params"]["message"] == "Include archived rows too?"
+        yes = {key: {"action": "accept", "content": {"include": True}}}
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": yes})
+        done = await until_status(client, task_id, "completed")
+    assert done["result"]["structuredContent"] == {"report": "q2", "rows": 1450, "file": "q2.csv"}
+
+
+async def test_tasks_export_is_an_ordinary_call_for_a_client_without_tasks(
+    reports: ModuleType,
+) -> None:
+    async def no(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"include": False}}
+
+    capabilities = {"elicitation": {"form": {}}}
+    async with Client(reports.server, capabilities=capabilities, on_input=no) as client:
+        done = await within(client.call_tool("export_report", {"report": "q1", "steps": 2}))
+        unknown = await client.call_tool("export_report", {"report": "q9"})
+    assert done["structuredContent"] == {"report": "q1", "rows": 1200, "file": "q1.csv"}
+    assert unknown["isError"] is True
+    assert unknown["content"][0]["text"] == "No report 'q9'; there are q1, q2, q3"
+
+
+@pytest.mark.parametrize(("confirm", "outcome"), [(True, "q3 deleted"), (False, "q3 kept")])
+async def test_tasks_purge_asks_before_it_becomes_a_task(
+    reports: ModuleType, confirm: bool, outcome: str
+) -> None:
+    asked: list[str] = []
+
+    async def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"confirm": confirm}}
+
+    async with Client(reports.server, capabilities=TASK_CAPABILITIES, on_input=answer) as client:
+        started = await within(client.call_tool("purge", {"report": "q3"}))
+        if confirm:
+            assert started["resultType"] == "task"
+            done = await until_status(client, started["taskId"], "completed")
+            result = done["result"]
+        else:
+            assert started["resultType"] == "complete"  # nothing to do: no task is made
+            result = started
+    assert asked == ["Delete q3 for good?"]
+    assert result["content"] == [{"type": "text", "text": outcome}]
+    assert ("q3" in reports.REPORTS) is not confirm
+
+
+async def test_tasks_purge_is_refused_to_a_client_without_tasks(reports: ModuleType) -> None:
+    async with Client(reports.server) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("purge", {"report": "q1"})
+    assert refused.value.code == -32021
+    assert "q1" in reports.REPORTS
