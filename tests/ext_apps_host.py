@@ -17,10 +17,7 @@ way out, whatever happened.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,20 +27,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+import npm_cache
 from ts_client import node_binary
 from wire_helpers import ROOT, child_env, free_port
 
 SOURCE = ROOT / "tests" / "ext_apps"
-PINNED = ("package.json", "package-lock.json")
 #: What the host page imports (importmap.mjs follows everything they import).
 ENTRY_POINTS = (
     "@modelcontextprotocol/client",
     "@modelcontextprotocol/ext-apps/app-bridge",
     "@modelcontextprotocol/ext-apps/app-with-deps",
 )
-INSTALL_TIMEOUT = 300.0
 STARTUP = 30.0
 
 
@@ -53,58 +47,28 @@ def home() -> Path:
     )
 
 
-def _fail(message: str) -> None:
-    pytest.fail(message, pytrace=False)
-
-
 def install() -> Path:
     """The cache directory with the pinned packages and ``importmap.json`` (npm ci once)."""
     node = node_binary()
-    npm = shutil.which("npm")
-    if npm is None:
-        _fail("npm is not installed; the MCP Apps browser tests need it (apt-get install npm)")
-    assert npm is not None
-    target = home()
-    target.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(b"".join((SOURCE / name).read_bytes() for name in PINNED))
-    digest.update((SOURCE / "importmap.mjs").read_bytes())
-    wanted = digest.hexdigest()
-    marker = target / ".installed"
-    with (target / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one install at a time, across processes
-        if (
-            marker.exists()
-            and marker.read_text() == wanted
-            and (target / "importmap.json").exists()
-        ):
-            return target
-        for name in (*PINNED, "importmap.mjs"):
-            shutil.copyfile(SOURCE / name, target / name)
-        _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], target, "npm ci")
+
+    def map_imports(target: Path) -> None:
         nested = sorted(
             str(path.relative_to(target))
             for path in (target / "node_modules").glob("**/node_modules")
             if path.is_dir()
         )
         if nested:
-            _fail(f"The pinned tree is not flat ({', '.join(nested)}): one import map cannot "
-                  "serve two copies of a package; pin versions that share one")  # fmt: skip
-        listing = _run([node, "--conditions=browser", "importmap.mjs", *ENTRY_POINTS], target,
-                       "importmap.mjs")  # fmt: skip
+            npm_cache.fail(
+                f"The pinned tree is not flat ({', '.join(nested)}): one import map cannot "
+                "serve two copies of a package; pin versions that share one"
+            )
+        listing = npm_cache.run([node, "--conditions=browser", "importmap.mjs", *ENTRY_POINTS],
+                                target, "importmap.mjs")  # fmt: skip
         (target / "importmap.json").write_text(listing)
-        marker.write_text(wanted)
-    return target
 
-
-def _run(command: list[str], cwd: Path, what: str) -> str:
-    try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT, check=False)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        _fail(f"{what} in {cwd} took more than {INSTALL_TIMEOUT} s (registry reachable?)")
-    if done.returncode != 0:
-        _fail(f"{what} in {cwd} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return done.stdout
+    return npm_cache.npm_ci(SOURCE, home(), needed_by="the MCP Apps browser tests",
+                            installed=Path("importmap.json"), extra_files=["importmap.mjs"],
+                            after=map_imports)  # fmt: skip
 
 
 @contextlib.contextmanager

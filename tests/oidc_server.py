@@ -34,13 +34,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import secrets
-import shutil
-import subprocess
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -49,14 +46,12 @@ from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
-import pytest
 
+import npm_cache
 from wire_helpers import ROOT
 
 SOURCE = ROOT / "tests" / "oidc"
-PINNED = ("package.json", "package-lock.json")
 SCRIPT = "provider.mjs"
-INSTALL_TIMEOUT = 300.0
 START_TIMEOUT = 30.0
 REQUEST_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
@@ -75,64 +70,25 @@ def home() -> Path:
 
 
 def _fail(message: str) -> NoReturn:
-    pytest.fail(message, pytrace=False)
+    npm_cache.fail(message)
 
 
 def node_binary() -> str:
     """``node``, version 18 or newer; fails (never skips) otherwise."""
-    node = shutil.which("node")
-    if node is None:
-        _fail(
-            "node is not installed, and the OAuth tests run the oidc-provider authorization "
-            "server on it: install Node 18 or newer with npm"
-        )
-    version = subprocess.run(
-        [node, "--version"], capture_output=True, text=True, timeout=30, check=False
-    ).stdout.strip()
-    major = int(version.lstrip("v").split(".")[0] or 0) if version.startswith("v") else 0
-    if major < NODE_MAJOR:
-        _fail(f"{node} is {version or 'unknown'}; oidc-provider 8 needs Node 18 or newer")
-    return node
+    return npm_cache.node_binary(NODE_MAJOR, "the OAuth tests (oidc-provider 8)")
 
 
 def install() -> Path:
     """The cache directory with the pinned oidc-provider installed (``npm ci``, at most once)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        _fail("npm is not installed; the OAuth tests install oidc-provider with it (install npm)")
-    target = home()
-    target.mkdir(parents=True, exist_ok=True)
-    wanted = hashlib.sha256(b"".join((SOURCE / name).read_bytes() for name in PINNED)).hexdigest()
-    marker = target / ".installed"
-    package = target / "node_modules" / "oidc-provider" / "package.json"
-    with (target / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one install at a time, across processes
-        if not (marker.exists() and marker.read_text() == wanted and package.exists()):
-            for name in PINNED:
-                shutil.copyfile(SOURCE / name, target / name)
-            try:
-                done = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                    cwd=target,
-                    capture_output=True,
-                    text=True,
-                    timeout=INSTALL_TIMEOUT,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                _fail(
-                    f"npm ci in {target} took more than {INSTALL_TIMEOUT} s (registry reachable?)"
-                )
-            if done.returncode != 0:
-                _fail(f"npm ci in {target} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            marker.write_text(wanted)
-        # The script sits next to node_modules; replaced atomically, as other runs may read it.
-        script = (SOURCE / SCRIPT).read_bytes()
-        installed = target / SCRIPT
-        if not installed.exists() or installed.read_bytes() != script:
-            staged = target / f".{SCRIPT}.{os.getpid()}"
-            staged.write_bytes(script)
-            staged.replace(installed)
+    package = Path("node_modules/oidc-provider/package.json")
+    target = npm_cache.npm_ci(SOURCE, home(), needed_by="the OAuth tests", installed=package)
+    # The script sits next to node_modules; replaced atomically, as other runs may read it.
+    script = (SOURCE / SCRIPT).read_bytes()
+    installed = target / SCRIPT
+    if not installed.exists() or installed.read_bytes() != script:
+        staged = target / f".{SCRIPT}.{os.getpid()}"
+        staged.write_bytes(script)
+        staged.replace(installed)
     return target
 
 

@@ -15,24 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+import npm_cache
 from wire_helpers import ROOT
 
 SOURCE = ROOT / "tests" / "ts"
-PINNED = ("package.json", "package-lock.json")
-INSTALL_TIMEOUT = 300.0
 COMMAND_TIMEOUT = 30.0
 NODE_MAJOR = 20
 
@@ -41,62 +35,16 @@ def home() -> Path:
     return Path(os.environ.get("MCPSERVE_TS_HOME") or Path.home() / ".cache/mcpserve/ts-client")
 
 
-def _fail(message: str) -> None:
-    pytest.fail(message, pytrace=False)
-
-
 def node_binary() -> str:
     """``node``, version 20 or newer; fails (never skips) otherwise."""
-    node = shutil.which("node")
-    if node is None:
-        _fail(
-            "node is not installed, and the TypeScript client tests need Node 20 or newer "
-            "with npm (Debian's packages `nodejs npm` are too old on bookworm: install "
-            "Node 20+ and npm)"
-        )
-    assert node is not None
-    version = subprocess.run(
-        [node, "--version"], capture_output=True, text=True, timeout=30, check=False
-    ).stdout.strip()
-    major = int(version.lstrip("v").split(".")[0] or 0) if version.startswith("v") else 0
-    if major < NODE_MAJOR:
-        _fail(f"{node} is {version or 'unknown'}; the TypeScript client needs Node 20 or newer")
-    return node
+    return npm_cache.node_binary(NODE_MAJOR, "the TypeScript client tests")
 
 
 def install() -> Path:
     """The cache directory with the pinned client installed (``npm ci``, at most once)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        _fail("npm is not installed; the TypeScript client tests need it (apt-get install npm)")
-    assert npm is not None
-    target = home()
-    target.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(b"".join((SOURCE / name).read_bytes() for name in PINNED))
-    wanted = digest.hexdigest()
-    marker = target / ".installed"
-    package = target / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
-    with (target / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one install at a time, across processes
-        if marker.exists() and marker.read_text() == wanted and package.exists():
-            return target
-        for name in PINNED:
-            shutil.copyfile(SOURCE / name, target / name)
-        try:
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                cwd=target,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            _fail(f"npm ci in {target} took more than {INSTALL_TIMEOUT} s (registry reachable?)")
-        if done.returncode != 0:
-            _fail(f"npm ci in {target} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        marker.write_text(wanted)
-    return target
+    installed = Path("node_modules/@modelcontextprotocol/client/package.json")
+    return npm_cache.npm_ci(SOURCE, home(), needed_by="the TypeScript client tests",
+                            installed=installed)  # fmt: skip
 
 
 @dataclass
