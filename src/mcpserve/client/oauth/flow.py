@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -55,7 +56,7 @@ logger = logging.getLogger("mcpserve.client.oauth")
 T = TypeVar("T")
 
 
-class OAuthFlow:
+class OAuthFlow(ABC):
     """What every grant of the OAuth client shares (see the module docstring); the grants
     are :class:`~.authorization_code.OAuth` and :class:`~.client_credentials.ClientCredentials`.
     """
@@ -260,6 +261,7 @@ class OAuthFlow:
         """The client identity at ``issuer`` that needs no registration, if any."""
         return self._preregistered(issuer) or await self.storage.load_client(issuer.issuer)
 
+    @abstractmethod
     async def _obtain(
         self,
         http: httpx.AsyncClient,
@@ -267,4 +269,4 @@ class OAuthFlow:
         issuer: IssuerMetadata,
         scopes: tuple[str, ...] | None,
     ) -> Tokens:
-        raise NotImplementedError
+        """New tokens for ``resource`` from ``issuer``: the grant's own exchange."""
