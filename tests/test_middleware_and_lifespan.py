@@ -8,6 +8,12 @@ import pytest
 
 from mcpserve import CallNext, Context, InvalidParams, MCPError, Server
 
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
 
 def server_with_everything() -> Server:
     server = Server("t")
@@ -200,6 +206,91 @@ def test_middleware_decorator_returns_the_function_unchanged() -> None:
         return await call_next()
 
     assert server.middleware(passthrough) is passthrough
+
+
+async def test_middleware_for_some_methods_wraps_those_only(connect: Any) -> None:
+    seen: list[str] = []
+    server = server_with_everything()
+
+    @server.middleware(methods=["tools/call", "prompts/get"])
+    async def record(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        seen.append(ctx.method)
+        return await call_next()
+
+    async def tag(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        result = await call_next()
+        result.setdefault("_meta", {})["com.example/tagged"] = True
+        return result
+
+    assert server.middleware(tag, methods="resources/read") is tag  # one name, as a string
+
+    async with connect(server) as client:
+        await client.discover()
+        await client.list_tools()
+        await client.call_tool("echo", {"text": "a"})
+        read = await client.read_resource("mem://x")
+        await client.get_prompt("hello")
+        listed = await client.request("resources/list")
+    assert seen == ["tools/call", "prompts/get"]
+    assert read["_meta"]["com.example/tagged"] is True
+    assert "com.example/tagged" not in listed.get("_meta", {})
+
+
+def test_methods_a_middleware_wraps_stay_inline_only_where_none_wraps() -> None:
+    """A plain-def tool is answered inline unless some middleware wraps tools/call."""
+    server = server_with_everything()
+
+    @server.middleware(methods=["resources/read"])
+    async def reads(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next()
+
+    def prepared(method: str, params: dict[str, Any]) -> Any:
+        message = {"jsonrpc": "2.0", "id": 1, "method": method,
+                   "params": {**params, "_meta": META}}  # fmt: skip
+        return server.dispatcher.prepare(message)
+
+    assert prepared("tools/call", {"name": "echo", "arguments": {"text": "a"}}).inline is True
+    assert prepared("resources/read", {"uri": "mem://x"}).inline is False
+
+    @server.middleware(methods=["tools/call"])
+    async def calls(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next()
+
+    assert prepared("tools/call", {"name": "echo", "arguments": {"text": "a"}}).inline is False
+
+
+def test_middleware_methods_must_name_methods() -> None:
+    server = Server("t")
+
+    async def passthrough(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next()
+
+    with pytest.raises(ValueError, match="at least one method"):
+        server.middleware(passthrough, methods=[])
+    with pytest.raises(ValueError, match="at least one method"):
+        server.middleware(passthrough, methods=["tools/call", ""])
+    with pytest.raises(TypeError, match="needs a function"):
+        server.middleware()  # type: ignore[call-overload]
+
+
+async def test_a_mounted_servers_method_middleware_wraps_its_entries_for_those_methods(
+    connect: Any,
+) -> None:
+    seen: list[str] = []
+    child = server_with_everything()
+
+    @child.middleware(methods=["tools/call"])
+    async def record(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        seen.append(f"{ctx.method} {ctx.request.params.get('name') or ''}".strip())
+        return await call_next()
+
+    parent = Server("parent")
+    parent.mount(child, namespace="kid")
+    async with connect(parent) as client:
+        assert (await client.call_tool("kid_echo", {"text": "a"}))["content"][0]["text"] == "a"
+        await client.get_prompt("kid_hello")
+        await client.read_resource("kid+mem://x")
+    assert seen == ["tools/call kid_echo"]
 
 
 # --------------------------------------------------------------------------- lifespan

@@ -24,7 +24,7 @@ from ..protocol.jsonrpc import JSONDict, error_response
 from ..protocol.legacy import Session
 from ..protocol.meta import RequestMeta
 from .context import Context
-from .middleware import Middleware, compose
+from .middleware import Middleware, compose, for_method
 
 if TYPE_CHECKING:
     from .legacy import Legacy
@@ -70,10 +70,19 @@ def build_dispatcher(
 
 
 def wrapped(middleware: list[Middleware], table: Table) -> Table:
-    """Each handler of ``table`` inside the middleware chain."""
-    return {name: Handler(compose(middleware, handler.call), resolve=handler.resolve,
-                          scopes=handler.scopes)
-            for name, handler in table.items()}  # fmt: skip
+    """Each handler of ``table`` inside the middleware chain that wraps its method; a
+    method no middleware wraps keeps its handler, inline path included."""
+    result: Table = {}
+    for name, handler in table.items():
+        chain = for_method(middleware, name)
+        result[name] = (
+            handler
+            if not chain
+            else Handler(
+                compose(chain, handler.call), resolve=handler.resolve, scopes=handler.scopes
+            )
+        )
+    return result
 
 
 def _nothing(ctx: Context) -> JSONDict:
@@ -89,6 +98,7 @@ async def initialize_through_middleware(
     http: Mapping[str, Any] | None = None,
 ) -> tuple[Session | None, JSONDict]:
     """A handshake-era ``initialize``: the new session (None when refused) and the response."""
+    middleware = for_method(middleware, "initialize")
     if not middleware:
         return legacy.initialize(message)
     outcome: list[tuple[Session | None, JSONDict]] = []

@@ -13,11 +13,15 @@ function, and returns the result dict (or raises an ``MCPError``)::
 
 The first registered middleware is the outermost. Chains are composed once per method
 when the server starts, so a server without middleware pays nothing for the feature.
+
+``@server.middleware(methods=["tools/call"])`` wraps only the methods named (requests
+and notifications, by their JSON-RPC method): every other method runs as if there were no
+middleware, answered inline where its handler allows (a :class:`Scoped` middleware).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from .context import Context
@@ -26,6 +30,28 @@ Result = dict[str, Any]
 CallNext = Callable[[], Awaitable[Result]]
 Middleware = Callable[[Context, CallNext], Awaitable[Result]]
 MethodHandler = Callable[[Context], Awaitable[Result]]
+
+
+class Scoped:
+    """A middleware that wraps only some methods."""
+
+    __slots__ = ("fn", "methods")
+
+    def __init__(self, fn: Middleware, methods: Iterable[str]) -> None:
+        if isinstance(methods, str):
+            methods = (methods,)  # one name, not its letters
+        self.fn = fn
+        self.methods = frozenset(methods)
+        if not self.methods or not all(isinstance(m, str) and m for m in self.methods):
+            raise ValueError("methods must name at least one method, as strings")
+
+    def __call__(self, ctx: Context, call_next: CallNext) -> Awaitable[Result]:
+        return self.fn(ctx, call_next)
+
+
+def for_method(middlewares: Sequence[Middleware], method: str) -> list[Middleware]:
+    """Those of ``middlewares`` that wrap ``method``, in order."""
+    return [m for m in middlewares if not isinstance(m, Scoped) or method in m.methods]
 
 
 def compose(middlewares: Sequence[Middleware], handler: MethodHandler) -> MethodHandler:

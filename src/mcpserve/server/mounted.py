@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .context import Context
-from .middleware import Middleware, compose
+from .middleware import Middleware, compose, for_method
 from .registered import Registered
 from .resources import ResourceTemplate
 from .runtime import Runtime
@@ -364,6 +364,6 @@ def _running(base: Any, middleware: list[Middleware]) -> Callable[..., Any]:
             result: Result = await base.run(self, arguments, ctx)
             return result
 
-        return await compose(middleware, inner)(ctx)
+        return await compose(for_method(middleware, ctx.method), inner)(ctx)
 
     return run

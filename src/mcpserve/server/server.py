@@ -40,7 +40,8 @@ from .assembly import build_dispatcher, initialize_through_middleware
 from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url, resource_updated
 from .composing import Composing
 from .context import Context
-from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
+from .custom import CustomMethod
+from .extending import Extending
 from .legacy import Legacy
 from .methods import MethodTable, method_table
 from .middleware import Middleware
@@ -94,7 +95,7 @@ def _serving(name: str) -> Callable[..., Any]:
     return entry
 
 
-class Server(Registering, Composing, Generic[StateT]):
+class Server(Registering, Composing, Extending, Generic[StateT]):
     """An MCP server: what it offers, and how it answers.
 
     The server is where the parts meet: the registry (what is offered), the settings (what
@@ -233,52 +234,6 @@ class Server(Registering, Composing, Generic[StateT]):
     @property
     def instructions(self) -> str | None:
         return self.settings.instructions
-
-    # -- custom methods and middleware ------------------------------------------------------
-
-    def method(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
-        """Register a handler for a custom JSON-RPC method (use a namespaced name).
-
-        See :mod:`mcpserve.server.custom` for how params and results are handled.
-        """
-        if (
-            name in self.dispatcher.handlers
-            or name in RESERVED_METHODS
-            or name.startswith(RESERVED_PREFIXES)
-        ):
-            raise ValueError(f"{name!r} is reserved by the protocol")
-
-        def register(fn: F) -> F:
-            self._custom[name] = CustomMethod(name, fn, pool=self.thread_pool, blocking=blocking)
-            self._dispatcher = None
-            return fn
-
-        return register
-
-    def notification(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
-        """Run a function for each client notification ``name`` (both eras; see
-        :mod:`mcpserve.server.notifications`)."""
-        if not isinstance(name, str) or not name:
-            raise ValueError("a notification handler needs the notification's method name")
-
-        def register(fn: F) -> F:
-            from .notifications import NotificationHandler
-
-            self._notifications[name] = NotificationHandler(name, fn, pool=self.thread_pool,
-                                                            blocking=blocking)  # fmt: skip
-            self._dispatcher = None
-            return fn
-
-        return register
-
-    def middleware(self, fn: Middleware) -> Middleware:
-        """Wrap every request and client notification, of both eras; see
-        :mod:`mcpserve.server.middleware`."""
-        self._middleware.append(fn)
-        self._dispatcher = None
-        for mount in self._mounted_in:  # its entries there now run inside it too
-            mount.middleware_changed()
-        return fn
 
     # -- answering ---------------------------------------------------------------------------
 
