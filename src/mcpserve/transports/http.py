@@ -64,12 +64,12 @@ from ..protocol import http_headers as hh
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
+from .disconnects import DisconnectWatch
 from .http_legacy import SESSION_HEADER, LegacyHTTP
 from .origin import OriginPolicy
 from .responses import (
     ResponseStream,
     accepts_sse,
-    cancel_on_disconnect,
     read_body,
     send_answer,
     send_json,
@@ -135,6 +135,7 @@ class HTTPApp:
         self.max_body_bytes = max_body_bytes
         self.origin_policy = origin_policy or OriginPolicy.build()
         self.keepalive_seconds = keepalive_seconds
+        self._disconnects = DisconnectWatch()
         self._lifespan_context: Any = None
         #: The server has a lifespan no one has run yet (docs/decisions.md, "A lifespan
         #: the host never ran"); checked on each request until it has run.
@@ -384,7 +385,7 @@ class HTTPApp:
         if stream.sse_allowed:
             request.send = stream.notify
         try:
-            outcome = await cancel_on_disconnect(dispatcher.execute(request), receive, request.id)
+            outcome = await self._disconnects.run(dispatcher.execute(request), receive, request.id)
             if outcome is not None:
                 await stream.finish(outcome, request.http_status)
         finally:

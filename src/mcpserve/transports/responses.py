@@ -1,6 +1,6 @@
 """ASGI plumbing for the HTTP transport: reading requests, writing JSON or SSE answers.
 
-Mechanics only (headers, bodies, event framing, watching for a client that goes away);
+Mechanics only (headers, bodies, event framing);
 what to answer is decided in ``http.py``.
 """
 
@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ..protocol import constants as c
 from ..protocol.jsonrpc import JSONDict, dumps
-
-logger = logging.getLogger("mcpserve.http")
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -100,47 +97,6 @@ class ResponseStream:
             return
         async with self.lock:
             await self._send({"type": "http.response.body", "body": sse_event(response)})
-
-
-async def cancel_on_disconnect(
-    work: Awaitable[JSONDict], receive: Receive, request_id: Any
-) -> JSONDict | None:
-    """Await ``work``; if the client disconnects first, cancel it and return None.
-
-    Most handlers finish without waiting on anything, so the task that watches for a
-    disconnect is started only if ``work`` is still running one loop iteration later:
-    a quick request costs a scheduled callback, not a task.
-    """
-    task = asyncio.current_task()
-    assert task is not None
-    loop = asyncio.get_running_loop()
-    disconnected = False
-    watcher: asyncio.Task[None] | None = None
-
-    async def watch() -> None:
-        nonlocal disconnected
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        disconnected = True
-        task.cancel()
-
-    def start_watching() -> None:
-        nonlocal watcher
-        watcher = loop.create_task(watch())
-
-    pending = loop.call_soon(start_watching)
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if not disconnected:
-            raise
-        task.uncancel()
-        logger.info("Request %r cancelled: the client closed the connection", request_id)
-        return None
-    finally:
-        pending.cancel()
-        if watcher is not None:
-            watcher.cancel()
 
 
 @functools.lru_cache(maxsize=64)
