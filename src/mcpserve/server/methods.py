@@ -137,8 +137,9 @@ def method_table(
             raise InvalidParams(f"Unknown tool: {name[:100]}")
         return tool  # type: ignore[no-any-return]
 
-    async def tools_call(ctx: Context) -> Result:
-        return await called_tool(ctx).run(_arguments(ctx.request.params), ctx)
+    def tools_call(ctx: Context) -> Awaitable[Result]:
+        # The tool's own coroutine, not one around it: one frame less on every await.
+        return called_tool(ctx).run(_arguments(ctx.request.params), ctx)
 
     def tools_call_inline(ctx: Context) -> Result | Awaitable[Result]:
         # Inline only for a tool that was found (and is synchronous): nothing to check.
@@ -223,8 +224,8 @@ def method_table(
             raise InvalidParams(f"Unknown prompt: {name[:100]}")
         return prompt  # type: ignore[no-any-return]
 
-    async def prompts_get(ctx: Context) -> Result:
-        return await got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
+    def prompts_get(ctx: Context) -> Awaitable[Result]:
+        return got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
 
     def prompts_get_inline(ctx: Context) -> Result | Awaitable[Result]:
         # Inline only for a prompt that was found (and is synchronous): nothing to check.
