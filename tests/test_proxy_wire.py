@@ -218,12 +218,18 @@ async def test_the_lean_http_link_answers_as_httpx_does(
             await client.call_tool("greet"),
             await client.call_tool("steps", {"n": 2}, on_progress=lambda *a: progress.append(a)),
             await client.read_resource("notes://n1"),
+            # The same tools again, other arguments: each request's own headers (the lean
+            # link keeps a head per tool, but not for a tool with header arguments).
+            await client.call_tool("add", {"a": 1, "b": 1}),
+            await client.call_tool("region_echo", {"region": "zürich", "text": "a"}),
+            await client.call_tool("region_echo", {"region": "oslo", "text": "b"}),
+            await client.read_resource("notes://n2"),
         ]
         link = type(upstream.client.connection).__name__ if upstream.client else None
     assert link == ("LeanHTTPConnection" if fast_http else "HTTPConnection")
     assert {"add", "greet", "steps", "region_echo"} <= {tool["name"] for tool in tools}
     assert [text(r) if "content" in r else r["contents"][0]["text"] for r in results] == [
-        "5", "Hello, Ada!", "2 steps", "note n1"
+        "5", "Hello, Ada!", "2 steps", "note n1", "2", "zürich: a", "oslo: b", "note n2"
     ]  # fmt: skip
     assert progress == [(1, 2, "step 1"), (2, 2, "step 2")]
 

@@ -88,6 +88,10 @@ class ToolHeaders:
     def knows(self, tool: str) -> bool:
         return tool in self._by_tool
 
+    def annotates(self, tool: str) -> bool:
+        """Whether calls of ``tool`` may carry ``Mcp-Param-*`` headers."""
+        return bool(self._by_tool.get(tool))
+
     def params(self, tool: str, arguments: Any) -> dict[str, str]:
         """The ``Mcp-Param-*`` headers of one call."""
         annotated = self._by_tool.get(tool)

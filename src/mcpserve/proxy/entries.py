@@ -17,6 +17,7 @@ its own.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.header_annotations import header_annotations
@@ -74,12 +75,20 @@ class ForwardedTool(Tool):
         self.output_check = None
         self.forwarder = forwarder
 
-    async def run(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+    def run(self, arguments: Any, ctx: Context) -> Coroutine[Any, Any, dict[str, Any]]:
         params: JSONDict = {"name": self.upstream_name}
         if arguments is not None:
             params["arguments"] = arguments
         request = Forwarded("tools/call", params, self.key, arguments or {})
-        return self.shape(await self.forwarder.forward(request, ctx), ctx)
+        forwarded = self.forwarder.forward(request, ctx)
+        if type(self).shape is ForwardedTool.shape:
+            return forwarded  # the forwarding itself: no coroutine around it, on every call
+        return self._shape_when_done(forwarded, ctx)  # a mounted copy, whose shape rewrites URIs
+
+    async def _shape_when_done(
+        self, forwarded: Coroutine[Any, Any, dict[str, Any]], ctx: Context
+    ) -> dict[str, Any]:
+        return self.shape(await forwarded, ctx)
 
     def shape(self, value: Any, ctx: Context | None = None) -> dict[str, Any]:
         result: dict[str, Any] = value  # the upstream's result, made fit already (wire.py)

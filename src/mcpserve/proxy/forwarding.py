@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -90,18 +91,25 @@ class Forwarder:
 
     # -- forwarding --------------------------------------------------------------------------
 
-    async def forward(self, request: Forwarded, ctx: Context) -> JSONDict:
-        """The downstream result of one forwarded request (one of the four paths above)."""
+    def forward(self, request: Forwarded, ctx: Context) -> Coroutine[Any, Any, JSONDict]:
+        """The downstream result of one forwarded request (one of the four paths above).
+
+        The path's own coroutine: every call comes here, and one frame less on the await
+        chain is paid back at each of the call's suspensions."""
         if not self.upstream.connected:
-            await self.upstream.connect()  # the era decides the path: know it first
+            return self._connecting(request, ctx)
         session = ctx.request.ask is not None
         if self.upstream.legacy:
             if session:
-                return await self._call(request, Exchange(ctx), {})
-            return await self._parking(request, ctx)
+                return self._call(request, Exchange(ctx), {})
+            return self._parking(request, ctx)
         if session:
-            return await self._answering(request, ctx)
-        return await self._passing(request, ctx)
+            return self._answering(request, ctx)
+        return self._passing(request, ctx)
+
+    async def _connecting(self, request: Forwarded, ctx: Context) -> JSONDict:
+        await self.upstream.connect()  # the era decides the path: know it first
+        return await self.forward(request, ctx)
 
     async def ask_once(self, method: str, params: JSONDict, ctx: Context) -> JSONDict:
         """A request without rounds (``completion/complete``)."""
@@ -111,8 +119,9 @@ class Forwarder:
                                 f"on {method}, which cannot ask")  # fmt: skip
         return result
 
-    async def _passing(self, request: Forwarded, ctx: Context) -> JSONDict:
-        """Both sides 2026-07-28: the upstream's rounds pass through, its state wrapped."""
+    def _passing(self, request: Forwarded, ctx: Context) -> Coroutine[Any, Any, JSONDict]:
+        """Both sides 2026-07-28: the upstream's rounds pass through, its state wrapped (by
+        :meth:`_call`, which seals an ``input_required`` result's state in the proxy's)."""
         extra: JSONDict = {}
         round_number = 0
         params = ctx.request.params
@@ -123,13 +132,16 @@ class Forwarder:
                 extra["requestState"] = state
         if "inputResponses" in params:
             extra["inputResponses"] = params["inputResponses"]
-        result = await self._call(request, Exchange(ctx), extra)
-        if result.get("resultType") == _INPUT_REQUIRED:
-            state = result.get("requestState")
-            payload = {"s": state if isinstance(state, str) else None}
-            binding = _binding(request, ctx)  # made only when needed: it hashes the arguments
-            result["requestState"] = _seal(ctx, binding, payload, round_number + 1)
-        return result
+        return self._call(request, Exchange(ctx), extra, sealed_round=round_number)
+
+    @staticmethod
+    def _seal_state(result: JSONDict, request: Forwarded, ctx: Context, round_number: int) -> None:
+        """An upstream's ``input_required`` result, its ``requestState`` sealed in the
+        proxy's own for the client's next round."""
+        state = result.get("requestState")
+        payload = {"s": state if isinstance(state, str) else None}
+        binding = _binding(request, ctx)  # made only when needed: it hashes the arguments
+        result["requestState"] = _seal(ctx, binding, payload, round_number + 1)
 
     async def _answering(self, request: Forwarded, ctx: Context) -> JSONDict:
         """A handshake-era client, a 2026-07-28 upstream: each round is asked of the client
@@ -246,8 +258,16 @@ class Forwarder:
 
     # -- one upstream request ------------------------------------------------------------------
 
-    async def _call(self, request: Forwarded, exchange: Exchange, extra: JSONDict) -> JSONDict:
-        """Send ``request`` (with ``extra`` params) upstream for ``exchange``; the result."""
+    async def _call(
+        self,
+        request: Forwarded,
+        exchange: Exchange,
+        extra: JSONDict,
+        sealed_round: int | None = None,
+    ) -> JSONDict:
+        """Send ``request`` (with ``extra`` params) upstream for ``exchange``; the result.
+        With ``sealed_round`` (the round the client is in), an ``input_required`` result
+        goes downstream as it is, its state sealed: one coroutine for the whole call."""
         params = {**request.params, **extra} if extra else dict(request.params)
         ctx = exchange.ctx
         meta = self._meta(ctx)
@@ -266,7 +286,10 @@ class Forwarder:
         finally:
             self.exchanges.discard(exchange)
             CURRENT.reset(token)
-        return clean_result(request.method, raw, self.upstream.label)
+        result = clean_result(request.method, raw, self.upstream.label)
+        if sealed_round is not None and result.get("resultType") == _INPUT_REQUIRED:
+            self._seal_state(result, request, exchange.ctx, sealed_round)
+        return result
 
     def _meta(self, ctx: Context) -> JSONDict:
         """The ``_meta`` the upstream gets: on 2026-07-28 the client's capabilities (the

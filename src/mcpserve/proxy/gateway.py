@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..server.server import Server
-from .proxy import Proxy, proxy_server, subscribed_uris
+from .proxy import SUBSCRIBING, Proxy, proxy_server, subscribed_uris
 from .upstream import Upstream, UpstreamTarget
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def relay_subscriptions(parent: Server[Any]) -> None:
                     await proxy.subscribe(mine, ctx.request.auth)
         return await call_next()
 
-    parent.middleware(relay)
+    parent.middleware(relay, methods=SUBSCRIBING)
 
 
 def upstream_from_config(name: str, entry: Any) -> Upstream:

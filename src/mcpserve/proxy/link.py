@@ -10,7 +10,8 @@ microseconds a request:
 * a POST carries the message and the headers a 2026-07-28 client mirrors from it
   (:mod:`mcpserve.client.mirroring`), learning each tool's ``x-mcp-header`` annotations
   from the ``tools/list`` results that pass by, plus the headers configured for the
-  upstream;
+  upstream. The head of a request is the same for every call of one method, name and
+  version, so it is made once and kept (not for a tool whose arguments go in headers);
 * the answer is JSON (with a length, or chunked) or an event stream, whose notifications
   go to ``on_notification`` in order while the request waits for its response;
 * an idle socket is reused; as many are opened as requests are in flight at once, and at
@@ -41,6 +42,8 @@ from ..client.connections import NotificationHandler, _deliver
 from ..client.http import DRAIN_SECONDS, HTTPStatusError, is_response
 from ..client.mirroring import ToolHeaders, request_headers
 from ..client.sse import events
+from ..protocol import constants as c
+from ..protocol.http_headers import name_for
 from ..protocol.jsonrpc import JSONDict, dumps, loads
 
 if TYPE_CHECKING:
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
 
 #: Idle sockets kept for reuse, at most.
 MAX_IDLE = 64
+#: Request heads kept for reuse, at most (one per method, name or URI, and version).
+MAX_HEADS = 512
 _ACCEPT = b"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
 
 
@@ -67,6 +72,7 @@ class _Socket(asyncio.Protocol):
         self.keep_alive = False
         self.used = False
         self._waiter: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()  # made by create_connection, in the loop
 
     # -- asyncio.Protocol --------------------------------------------------------------------
 
@@ -111,19 +117,20 @@ class _Socket(asyncio.Protocol):
     # -- waiting -------------------------------------------------------------------------------
 
     def _wake(self) -> None:
-        waiter = self._waiter
+        waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def wait(self) -> None:
-        """Until something arrives (or the connection ends): raises what ended it."""
+    def wait(self) -> asyncio.Future[None]:
+        """Until something arrives (or the connection ends): raises what ended it.
+
+        A future to await rather than a coroutine: the request's await chain is a frame
+        shorter each time it waits."""
         if self.lost is not None:
             raise self.lost
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
+        waiter = self._loop.create_future()
+        self._waiter = waiter
+        return waiter
 
     def reset(self) -> None:
         self.status = 0
@@ -183,6 +190,7 @@ class LeanHTTPConnection:
             fixed.append(f"{name}: {value}")
         self._fixed = ("\r\n".join(fixed) + "\r\n").encode("latin-1") + _ACCEPT
         self._target = f"POST {target} HTTP/1.1\r\n".encode("latin-1")
+        self._heads: dict[tuple[str | None, str | None, str | None], bytes] = {}
         self._idle: list[_Socket] = []
         self._open: set[_Socket] = set()
         self._ssl: ssl.SSLContext | None = ssl.create_default_context() if self.tls else None
@@ -217,13 +225,13 @@ class LeanHTTPConnection:
         self._open.add(sock)
         return sock
 
-    async def _acquire(self) -> _Socket:
+    def _idle_socket(self) -> _Socket | None:
         while self._idle:
             sock = self._idle.pop()
             if sock.reusable:
                 return sock
             self._discard(sock)
-        return await self._connect()
+        return None
 
     def _release(self, sock: _Socket) -> None:
         if sock.complete and sock.reusable and len(self._idle) < MAX_IDLE:
@@ -239,58 +247,67 @@ class LeanHTTPConnection:
 
     def _bytes(self, message: JSONDict) -> bytes:
         body = dumps(message)
+        return b"%sContent-Length: %d\r\n\r\n%s" % (self._head(message), len(body), body)
+
+    def _head(self, message: JSONDict) -> bytes:
+        """The request line and headers, all but the length."""
+        method = message.get("method")
+        method = method if isinstance(method, str) else None
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        meta = params.get("_meta")
+        version = meta.get(c.META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        version = version if isinstance(version, str) else None
+        name = name_for(method, params) if method is not None else None
+        key = (method, name, version)  # all that request_headers reads, but arguments
+        head = self._heads.get(key)
+        if head is not None:
+            return head
         mirrored = "".join(f"{k}: {v}\r\n" for k, v in request_headers(message, self.tools).items())
-        head = b"%s%s%sContent-Length: %d\r\n\r\n" % (
-            self._target,
-            self._fixed,
-            mirrored.encode("latin-1"),
-            len(body),
-        )
-        return head + body
+        head = self._target + self._fixed + mirrored.encode("latin-1")
+        if not (method == "tools/call" and name is not None and self.tools.annotates(name)):
+            if len(self._heads) >= MAX_HEADS:
+                self._heads.clear()  # URIs are the caller's to choose: no growing without end
+            self._heads[key] = head
+        return head
 
     # -- requests and notifications ---------------------------------------------------------
 
     async def request(self, message: JSONDict) -> JSONDict:
+        # Written out in one coroutine (no helper to await for the answer): each await in
+        # the chain of a forwarded call costs again at every suspension.
         data = self._bytes(message)
-        sock = await self._acquire()
+        sock = self._idle_socket() or await self._connect()
+        retried = False
         try:
-            try:
-                sock.transport.write(data)  # type: ignore[union-attr]
-                answer = await self._answer(sock, message)
-            except ConnectionError:
-                if not sock.used or sock.started:
-                    raise
-                # The server closed this idle socket before reading the request: a new one.
-                self._discard(sock)
-                sock = await self._connect()
-                sock.transport.write(data)  # type: ignore[union-attr]
-                answer = await self._answer(sock, message)
+            while True:
+                try:
+                    sock.transport.write(data)  # type: ignore[union-attr]
+                    while not sock.headers_done:
+                        await sock.wait()
+                    kind = sock.headers.get(b"content-type", b"")
+                    if sock.status == 200 and kind.startswith(b"text/event-stream"):
+                        answer = await self._streamed(sock, message)
+                    else:
+                        while not sock.complete:
+                            await sock.wait()
+                        answer = _json_answer(sock, message)
+                    break
+                except ConnectionError:
+                    if retried or not sock.used or sock.started:
+                        raise
+                    # The server closed this idle socket before reading the request: a new one.
+                    retried = True
+                    self._discard(sock)
+                    sock = await self._connect()
         except BaseException:  # cancelled (the cancellation itself) or broken
             self._discard(sock)
             raise
         self._release(sock)
         if message.get("method") == "tools/list" and isinstance(answer.get("result"), dict):
             self.tools.learn(answer["result"])
+            self._heads.clear()  # which tools send arguments in headers may have changed
         return answer
-
-    async def _answer(self, sock: _Socket, message: JSONDict) -> JSONDict:
-        while not sock.headers_done:
-            await sock.wait()
-        kind = sock.headers.get(b"content-type", b"")
-        if sock.status == 200 and kind.startswith(b"text/event-stream"):
-            return await self._streamed(sock, message)
-        while not sock.complete:
-            await sock.wait()
-        body = sock.take()
-        try:
-            answer = loads(body, exact_integers=False)
-        except Exception:  # not JSON: the status says what went wrong
-            answer = None
-        if not is_response(answer):
-            raise HTTPStatusError(sock.status, body, message.get("method"))
-        if answer.get("id") is None:  # a 400 may name no id: it is still this request's
-            answer["id"] = message["id"]
-        return answer  # type: ignore[no-any-return]
 
     async def _streamed(self, sock: _Socket, message: JSONDict) -> JSONDict:
         lines = _lines(sock)
@@ -319,7 +336,7 @@ class LeanHTTPConnection:
 
     async def notify(self, message: JSONDict) -> None:
         data = self._bytes(message)
-        sock = await self._acquire()
+        sock = self._idle_socket() or await self._connect()
         try:
             sock.transport.write(data)  # type: ignore[union-attr]
             while not sock.complete:
@@ -350,3 +367,17 @@ async def _lines(sock: _Socket) -> AsyncGenerator[str, None]:
                 yield pending.removesuffix(b"\r").decode("utf-8", "replace")
             return
         await sock.wait()
+
+
+def _json_answer(sock: _Socket, message: JSONDict) -> JSONDict:
+    """The JSON-RPC response a complete answer holds (raises if it holds none)."""
+    body = sock.take()
+    try:
+        answer = loads(body, exact_integers=False)
+    except Exception:  # not JSON: the status says what went wrong
+        answer = None
+    if not is_response(answer):
+        raise HTTPStatusError(sock.status, body, message.get("method"))
+    if answer.get("id") is None:  # a 400 may name no id: it is still this request's
+        answer["id"] = message["id"]
+    return answer  # type: ignore[no-any-return]

@@ -70,7 +70,8 @@ class Proxy:
         """Every new connection: the lists again, the subscriptions again."""
         if "resources" in self.upstream.capabilities and not self._watching:
             self._watching = True  # before the entries: a server mounting this one copies
-            self.server.middleware(self.watch_subscriptions)  # them with its middleware
+            self.server.middleware(self.watch_subscriptions,  # them with its middleware
+                                   methods=SUBSCRIBING)  # fmt: skip
         await self.mirror.load_all()
         await self.changes.started()
 
@@ -99,6 +100,10 @@ class Proxy:
         wanted = {"resourceSubscriptions": uris}
         served = self.server.subscriptions.honoured(wanted, auth)
         await self.changes.subscribe(served.get("resourceSubscriptions", ()))
+
+
+#: The methods by which a client subscribes to resource updates, in either era.
+SUBSCRIBING = ("subscriptions/listen", "resources/subscribe")
 
 
 def subscribed_uris(ctx: Context) -> list[str]:
