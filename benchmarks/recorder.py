@@ -38,11 +38,18 @@ class Recorder:
         duration: float,
     ) -> None:
         """``fn(warmup)`` unrecorded, then ``fn(duration)`` recorded, with the CPU that
-        neither the server nor the load generator used during it (``other_cpu``, cores)."""
+        neither the server nor the load generator used during it (``other_cpu``, cores).
+
+        Only the recorded window can fail the case: a server slower than the warm-up (a
+        call that takes longer than it, under load) completes nothing in it, and is then
+        measured over the longer window like any other."""
         if framework in self.unsupported.get(case, {}):
             return
         try:
             fn(warmup)
+        except Exception as exc:
+            log(f"  {case} / {framework}: warm-up completed nothing ({exc})"[:200])
+        try:
             busy0, own0, t0 = _busy(), _own_cpu(), time.monotonic()
             sample = fn(duration)
         except Exception as exc:  # a failure under load is recorded, never measured around
