@@ -417,6 +417,41 @@ async def test_closing_a_handshake_era_client_deletes_its_session(dual: Recorded
     assert answer.status_code == 404
 
 
+async def test_a_session_the_server_forgot_is_started_again_and_the_request_sent_again(
+    dual: Recorded,
+) -> None:
+    """A 404 to a request in a session: the client starts a new session, subscribes again
+    to what it listens to, and sends the request again."""
+    start = len(dual.exchanges())
+    async with Client(dual.url, protocol_version="2025-11-25") as client:
+        assert isinstance(client.connection, HTTPConnection)
+        async with client.listen(resources=["file:///a.txt"]) as updates:
+            first = client.connection.session_id
+            assert first
+            # The server forgets the session (here another client ends it, as a restart would).
+            headers = {"mcp-session-id": first, "mcp-protocol-version": "2025-11-25"}
+            async with httpx.AsyncClient() as http:
+                assert (await http.delete(dual.url, headers=headers)).status_code == 200
+            result = await client.call_tool("add", {"a": 1, "b": 2})
+            assert result["structuredContent"] == {"total": 3}
+            second = client.connection.session_id
+            assert second
+            assert second != first
+            await client.call_tool("touch", {"uri": "file:///a.txt"})
+            note = await asyncio.wait_for(updates.__anext__(), 10)
+        assert note["method"] == "notifications/resources/updated"
+        assert note["params"]["uri"] == "file:///a.txt"
+    exchanges = dual.since(start)
+    refused = [posted(e)["method"] for e in of_session(exchanges, first)
+               if e["method"] == "POST" and e["status"] == 404]  # fmt: skip
+    assert refused == ["tools/call"]
+    again = [
+        posted(e).get("method") for e in of_session(exchanges, second) if e["method"] == "POST"
+    ]
+    assert again[:4] == ["initialize", "notifications/initialized", "resources/subscribe",
+                         "tools/call"]  # fmt: skip
+
+
 async def test_a_handshake_era_stream_cut_short_is_resumed(dual: Recorded) -> None:
     start = len(dual.exchanges())
     tag = "resume"

@@ -24,11 +24,14 @@ The handshake sends ``initialize`` (the newest handshake-era version, or the one
 was pinned to with ``protocol_version=``), then ``notifications/initialized``, opens the
 session's standalone stream and, with ``log_level=``, sends ``logging/setLevel``. In this
 era the server asks its questions as requests of its own; :func:`answer_request` answers
-them with the client's input handlers, the same ones that answer ``input_required``.
+them with the client's input handlers, the same ones that answer ``input_required``. A
+server that forgets the session (HTTP 404: restarted, or it ended the session) gets a new
+one, as the spec has a client start: :func:`renew`.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
@@ -105,12 +108,24 @@ async def handshake(client: Client, version: str) -> None:
                        f"does not speak (it speaks {', '.join(c.LEGACY_VERSIONS)})")  # fmt: skip
     client.protocol_version = agreed
     client.legacy = True
-    client.connection.begin(agreed)  # type: ignore[attr-defined]
+    connection = client.connection
+    connection.begin(agreed)  # type: ignore[attr-defined]
+    if hasattr(connection, "renew_session"):
+        connection.renew_session = functools.partial(renew, client, agreed)
     record(client, result)
     await client.notify("notifications/initialized")
-    await client.connection.open_standalone()  # type: ignore[attr-defined]
+    await connection.open_standalone()  # type: ignore[attr-defined]
     if client.log_level is not None and "logging" in client.server_capabilities:
         await client.request("logging/setLevel", {"level": client.log_level})
+
+
+async def renew(client: Client, version: str) -> None:
+    """A new session for one the server forgot (it answered 404): the handshake again, and
+    the client's open subscriptions made again in it, as a new session starts with none."""
+    await handshake(client, version)
+    for subscription in list(client.subscriptions):
+        for uri in (subscription.acknowledged or {}).get("resourceSubscriptions", []):
+            await client.request("resources/subscribe", {"uri": uri})
 
 
 def record(client: Client, result: JSONDict) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 RequestHandler = Callable[[JSONDict], Awaitable[JSONDict]]
 
 _ACCEPT = "application/json, text/event-stream"
+logger = logging.getLogger("mcpserve.client")
 _SESSION = "Mcp-Session-Id"
 _VERSION = "MCP-Protocol-Version"
 #: How long to wait before resuming a stream when the server named no ``retry``.
@@ -118,6 +120,9 @@ class HTTPConnection:
         self.session: Session | None = None
         #: The ``Mcp-Session-Id`` the server gave in its ``initialize`` answer, if any.
         self.session_id: str | None = None
+        #: Starts a new session when the server forgot this one (set with the handshake).
+        self.renew_session: Callable[[], Awaitable[None]] | None = None
+        self._renewing = asyncio.Lock()
         #: What each HTTP request is sent with: the OAuth flow, or the pool's own setting.
         self.request_auth: httpx.Auth | httpx._client.UseClientDefault = httpx.USE_CLIENT_DEFAULT
         if auth is not None:
@@ -202,7 +207,7 @@ class HTTPConnection:
     async def request(self, message: JSONDict) -> JSONDict:
         try:
             if self.session is not None:
-                return await self.session.request(message)
+                return await self._in_session(self.session, message)
             response = await self._modern_request(message)
             method = message.get("method")
             if method == "tools/list" and isinstance(response.get("result"), dict):
@@ -212,6 +217,26 @@ class HTTPConnection:
             return response
         except httpx.TransportError as exc:  # the same error as a broken pipe, on any transport
             raise ConnectionError(f"{message.get('method')}: {exc!r}") from exc
+
+    async def _in_session(self, session: Session, message: JSONDict) -> JSONDict:
+        """A handshake-era request; sent once more in a new session if the server forgot
+        this one, as the spec has a client do (a second 404 is an error)."""
+        from .http_legacy import SessionExpired
+
+        try:
+            return await session.request(message)
+        except SessionExpired:
+            if self.renew_session is None:
+                raise
+        async with self._renewing:  # requests that failed together renew it once
+            if self.session is session:
+                self.session, self.session_id = None, None
+                await session.abandon()  # nothing to DELETE: the server has forgotten it
+                logger.info("The server at %s forgot the session: starting a new one", self.url)
+                await self.renew_session()
+        if self.session is None:
+            raise ConnectionError("could not start a new session")
+        return await self.session.request(message)
 
     async def notify(self, message: JSONDict) -> None:
         try:

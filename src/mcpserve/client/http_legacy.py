@@ -19,6 +19,9 @@ answer, and requests go through the session, which does what this era needs:
 * Cancelling a request also sends ``notifications/cancelled``: in this era a closed stream
   is not a cancellation, so the server would otherwise carry on.
 * Closing ends the session with ``DELETE`` (a server without sessions may answer 405).
+* A server that no longer knows the session answers 404: the request raises
+  :class:`SessionExpired`, and the connection starts a new session and sends it again
+  (:meth:`HTTPConnection.request <.http.HTTPConnection.request>`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpserve.client")
 
 
+class SessionExpired(ConnectionError):
+    """The server answered 404 to a request in the session: it no longer knows it (it was
+    restarted, or ended the session). The request was not processed."""
+
+
 class Session:
     """One handshake-era session of an :class:`~.http.HTTPConnection`."""
 
@@ -53,11 +61,15 @@ class Session:
         self._standalone: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
 
-    async def close(self) -> None:
+    async def abandon(self) -> None:
+        """Stop this session's own streams and tasks; the server is not told."""
         tasks = [t for t in (self._standalone, *self._background) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        await self.abandon()
         connection = self.connection
         if connection.session_id is not None:
             with contextlib.suppress(httpx.HTTPError):
@@ -78,6 +90,9 @@ class Session:
         try:
             last_id, retry = None, None
             async with self.connection.post(message) as response:
+                if response.status_code == 404 and self.connection.session_id is not None:
+                    raise SessionExpired(f"the server no longer knows the session "
+                                         f"({message.get('method')} answered 404)")  # fmt: skip
                 if is_stream(response):
                     last_id, retry, _ = await self._read(response, until=answer)
                 elif not answer.done():
