@@ -476,6 +476,22 @@ def test_call_with_stdio_runs_the_tool_in_a_child_process_of_the_command(shelf: 
     assert "Starting shelf_app.py over stdio..." in stderr
 
 
+def test_python_dash_m_mcpserve_is_the_same_command(shelf: str) -> None:
+    command = [sys.executable, "-m", "mcpserve", "call", shelf, "where", "--stdio"]
+    pipe = subprocess.PIPE
+    with subprocess.Popen(command, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL,
+                          env=child_env(), text=True) as process:  # fmt: skip
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert json.loads(stdout)["parent"] == process.pid  # the command ran the server
+    listed = subprocess.run([sys.executable, "-m", "mcpserve", "--help"], capture_output=True,
+                            text=True, timeout=60, env=child_env())  # fmt: skip
+    assert listed.returncode == 0
+    assert {"run", "call", "inspect", "proxy", "dev"} <= {
+        line.split()[0] for line in listed.stdout.split("Commands:")[1].splitlines() if line.strip()
+    }
+
+
 def test_an_elicitation_over_stdio_is_answered_at_the_terminal(asking: str) -> None:
     done = run_cli("call", asking, "lend", "--stdio", input="accept\nLin\n2\nno\nnorth\n\n")
     assert done.returncode == 0, done.stderr
