@@ -11,6 +11,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -464,26 +465,27 @@ def run_cli(
     )
 
 
-def test_call_with_stdio_runs_the_tool_in_a_child_process_of_the_command(shelf: str) -> None:
-    command = [sys.executable, "-m", "mcpserve.cli", "call", shelf, "where", "--stdio"]
+def call_where(module: str, shelf: str) -> tuple[int, dict[str, Any], str]:
+    """``python -m MODULE call SHELF where --stdio``: the command's pid, the tool's answer
+    (the server's parent pid among it) and the command's stderr."""
+    command = [sys.executable, "-m", module, "call", shelf, "where", "--stdio"]
     pipe = subprocess.PIPE
     with subprocess.Popen(command, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL,
                           env=child_env(), text=True) as process:  # fmt: skip
         stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr
-    where = json.loads(stdout)
-    assert where["parent"] == process.pid
+    return process.pid, json.loads(stdout), stderr
+
+
+def test_call_with_stdio_runs_the_tool_in_a_child_process_of_the_command(shelf: str) -> None:
+    pid, where, stderr = call_where("mcpserve.cli", shelf)
+    assert where["parent"] == pid
     assert "Starting shelf_app.py over stdio..." in stderr
 
 
 def test_python_dash_m_mcpserve_is_the_same_command(shelf: str) -> None:
-    command = [sys.executable, "-m", "mcpserve", "call", shelf, "where", "--stdio"]
-    pipe = subprocess.PIPE
-    with subprocess.Popen(command, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL,
-                          env=child_env(), text=True) as process:  # fmt: skip
-        stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 0, stderr
-    assert json.loads(stdout)["parent"] == process.pid  # the command ran the server
+    pid, where, _ = call_where("mcpserve", shelf)
+    assert where["parent"] == pid  # the command ran the server
     listed = subprocess.run([sys.executable, "-m", "mcpserve", "--help"], capture_output=True,
                             text=True, timeout=60, env=child_env())  # fmt: skip
     assert listed.returncode == 0
