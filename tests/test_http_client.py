@@ -452,6 +452,47 @@ async def test_a_session_the_server_forgot_is_started_again_and_the_request_sent
                          "tools/call"]  # fmt: skip
 
 
+class RefusesInitialize(httpx.AsyncHTTPTransport):
+    """A real transport that cannot reach the server for the next ``refusals`` handshakes,
+    as when the server is restarting."""
+
+    refusals = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.refusals and request.method == "POST" and b'"initialize"' in request.content:
+            self.refusals -= 1
+            raise httpx.ConnectError("connection refused", request=request)
+        return await super().handle_async_request(request)
+
+
+async def test_a_session_that_could_not_be_renewed_is_renewed_by_the_next_request(
+    dual: Recorded,
+) -> None:
+    start = len(dual.exchanges())
+    transport = RefusesInitialize()
+    async with (
+        httpx.AsyncClient(transport=transport) as http,
+        Client.http(dual.url, protocol_version="2025-11-25", http_client=http) as client,
+    ):
+        assert isinstance(client.connection, HTTPConnection)
+        first = client.connection.session_id
+        headers = {"mcp-session-id": first or "", "mcp-protocol-version": "2025-11-25"}
+        async with httpx.AsyncClient() as other:
+            assert (await other.delete(dual.url, headers=headers)).status_code == 200
+        transport.refusals = 1
+        with pytest.raises(ConnectionError, match="connection refused"):
+            await client.call_tool("add", {"a": 1, "b": 2})
+        assert client.connection.session is None
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+        assert result["structuredContent"] == {"total": 5}
+        second = client.connection.session_id
+        assert second
+        assert second != first
+    again = [posted(e).get("method") for e in of_session(dual.since(start), second)
+             if e["method"] == "POST"]  # fmt: skip
+    assert again[:3] == ["initialize", "notifications/initialized", "tools/call"]
+
+
 async def test_a_handshake_era_stream_cut_short_is_resumed(dual: Recorded) -> None:
     start = len(dual.exchanges())
     tag = "resume"

@@ -123,6 +123,9 @@ class HTTPConnection:
         #: Starts a new session when the server forgot this one (set with the handshake).
         self.renew_session: Callable[[], Awaitable[None]] | None = None
         self._renewing = asyncio.Lock()
+        #: The server forgot the session and no new one has been made yet (a renewal
+        #: failed): the next request tries again before it is sent.
+        self._forgotten = False
         #: What each HTTP request is sent with: the OAuth flow, or the pool's own setting.
         self.request_auth: httpx.Auth | httpx._client.UseClientDefault = httpx.USE_CLIENT_DEFAULT
         if auth is not None:
@@ -206,6 +209,8 @@ class HTTPConnection:
 
     async def request(self, message: JSONDict) -> JSONDict:
         try:
+            if self._forgotten and self.session is None and message.get("method") != "initialize":
+                await self._renew(None)  # (the renewal's own initialize goes out as it is)
             if self.session is not None:
                 return await self._in_session(self.session, message)
             response = await self._modern_request(message)
@@ -228,15 +233,26 @@ class HTTPConnection:
         except SessionExpired:
             if self.renew_session is None:
                 raise
-        async with self._renewing:  # requests that failed together renew it once
-            if self.session is session:
-                self.session, self.session_id = None, None
-                await session.abandon()  # nothing to DELETE: the server has forgotten it
-                logger.info("The server at %s forgot the session: starting a new one", self.url)
-                await self.renew_session()
-        if self.session is None:
-            raise ConnectionError("could not start a new session")
+        await self._renew(session)
+        assert self.session is not None
         return await self.session.request(message)
+
+    async def _renew(self, forgotten: Session | None) -> None:
+        """A new session in place of ``forgotten`` (None: of the one an earlier renewal
+        could not replace). Raises when none can be made; the next request tries again."""
+        assert self.renew_session is not None
+        async with self._renewing:  # requests that failed together renew it once
+            if self.session is not forgotten:
+                return  # another request renewed it meanwhile
+            if forgotten is not None:
+                self.session, self.session_id = None, None
+                self._forgotten = True
+                await forgotten.abandon()  # nothing to DELETE: the server has forgotten it
+                logger.info("The server at %s forgot the session: starting a new one", self.url)
+            await self.renew_session()
+            if self.session is None:
+                raise ConnectionError("could not start a new session")
+            self._forgotten = False
 
     async def notify(self, message: JSONDict) -> None:
         try:
