@@ -29,7 +29,7 @@ round); the targets, at 16 connections: ``mcpserve/direct >= 0.5`` and
 
 ::
 
-    python3 benchmarks/proxy.py            # 3 rounds of 4 s windows: about 3 minutes
+    python3 benchmarks/proxy.py            # 5 rounds of 4 s windows: about 5 minutes
     python3 benchmarks/proxy.py --quick    # 1 round of 3 s windows: seconds, to prove it runs
 
 It builds the ``mcpserve`` and ``fastmcp`` venvs when missing (``envs.py``), needs ``wrk``,
@@ -94,7 +94,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="1 round of 3 s windows")
     parser.add_argument("--duration", type=float, default=None, help="seconds per window (4)")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (3)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (5)")
     parser.add_argument("--warmup", type=float, default=None, help="seconds before each (1)")
     parser.add_argument("--start-warmup", type=float, default=None,
                         help="seconds of load per server before the rounds (5)")  # fmt: skip
@@ -104,7 +104,7 @@ def parse_args() -> argparse.Namespace:
     quick = args.quick
     # Quick windows are 3 s: FastMCP's proxy answers 16 connections in about a second per
     # call, so a shorter window may see none complete.
-    defaults = {"duration": (3.0, 4.0), "rounds": (1, 3), "warmup": (0.5, 1.0),
+    defaults = {"duration": (3.0, 4.0), "rounds": (1, 5), "warmup": (0.5, 1.0),
                 "start_warmup": (1.0, 5.0)}  # fmt: skip
     for name, (short, full) in defaults.items():
         if getattr(args, name) is None:
