@@ -76,14 +76,17 @@ class ForwardedTool(Tool):
         self.forwarder = forwarder
 
     def run(self, arguments: Any, ctx: Context) -> Coroutine[Any, Any, dict[str, Any]]:
-        params: JSONDict = {"name": self.upstream_name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        request = Forwarded("tools/call", params, self.key, arguments or {})
-        forwarded = self.forwarder.forward(request, ctx)
+        forwarded = self.forwarder.forward(self.forwarded(arguments), ctx)
         if type(self).shape is ForwardedTool.shape:
             return forwarded  # the forwarding itself: no coroutine around it, on every call
         return self._shape_when_done(forwarded, ctx)  # a mounted copy, whose shape rewrites URIs
+
+    def forwarded(self, arguments: Any) -> Forwarded:
+        """The ``tools/call`` sent upstream for ``arguments``."""
+        params: JSONDict = {"name": self.upstream_name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return Forwarded("tools/call", params, self.key, arguments or {})
 
     async def _shape_when_done(
         self, forwarded: Coroutine[Any, Any, dict[str, Any]], ctx: Context

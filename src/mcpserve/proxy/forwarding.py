@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import constants as c
 from ..protocol.errors import InternalError, InvalidParams, MCPError
 from ..protocol.jsonrpc import JSONDict
+from ..server.tasks import TASKS_EXTENSION
 from .exchange import CURRENT, Exchange, Forwarded, ask_session
 from .upstream import CLIENT_INFO, UpstreamUnavailable
 from .wire import UpstreamError, can_answer, clean_result, downstream_error
@@ -270,7 +271,7 @@ class Forwarder:
         goes downstream as it is, its state sealed: one coroutine for the whole call."""
         params = {**request.params, **extra} if extra else dict(request.params)
         ctx = exchange.ctx
-        meta = self._meta(ctx)
+        meta = self._meta(ctx, request.method)
         if meta:
             params["_meta"] = meta
         progress = exchange.progress if ctx.progress_token is not None else None
@@ -286,12 +287,12 @@ class Forwarder:
         finally:
             self.exchanges.discard(exchange)
             CURRENT.reset(token)
-        result = clean_result(request.method, raw, self.upstream.label)
+        result = clean_result(request.method, raw, self.upstream.label, meta)
         if sealed_round is not None and result.get("resultType") == _INPUT_REQUIRED:
             self._seal_state(result, request, exchange.ctx, sealed_round)
         return result
 
-    def _meta(self, ctx: Context) -> JSONDict:
+    def _meta(self, ctx: Context, method: str) -> JSONDict:
         """The ``_meta`` the upstream gets: on 2026-07-28 the client's capabilities (the
         upstream asks it what it can answer) and log level, under the proxy's own name."""
         trace = ctx.trace_context
@@ -299,7 +300,7 @@ class Forwarder:
             return dict(trace)
         capabilities = ctx.client_capabilities
         if "extensions" in capabilities:
-            capabilities = {k: v for k, v in capabilities.items() if k != "extensions"}
+            capabilities = self._relayed(capabilities, method)
         meta: JSONDict = {
             c.META_PROTOCOL_VERSION: self.upstream.version,
             c.META_CLIENT_INFO: CLIENT_INFO,
@@ -310,6 +311,20 @@ class Forwarder:
         if trace:
             meta.update(trace)
         return meta
+
+    def _relayed(self, capabilities: JSONDict, method: str) -> JSONDict:
+        """The client's capabilities less the extensions the proxy does not carry: all but
+        tasks, and tasks only on the calls that may become tasks (``.tasks``)."""
+        kept = {k: v for k, v in capabilities.items() if k != "extensions"}
+        extensions = capabilities["extensions"]
+        if (
+            (method == "tools/call" or method.startswith("tasks/"))
+            and isinstance(extensions, dict)
+            and TASKS_EXTENSION in extensions
+            and self.upstream.offers_tasks
+        ):
+            kept["extensions"] = {TASKS_EXTENSION: extensions[TASKS_EXTENSION]}
+        return kept
 
 
 # -- the proxy's own requestState ------------------------------------------------------------

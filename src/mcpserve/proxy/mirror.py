@@ -30,11 +30,13 @@ from .entries import (
     ForwardedTemplate,
     ForwardedTool,
 )
+from .tasks import ForwardedTaskTool
 from .upstream import UpstreamUnavailable
 from .wire import UpstreamError
 
 if TYPE_CHECKING:
     from ..server.registry import CompletionKey, Registry
+    from ..server.task_runner import Tasks
     from .forwarding import Forwarder
     from .upstream import Upstream
 
@@ -51,10 +53,18 @@ _FORWARDED = (ForwardedTool, ForwardedPrompt, ForwardedResource, ForwardedTempla
 class Mirror:
     """Copies the upstream's tools, resources, templates and prompts into a registry."""
 
-    def __init__(self, registry: Registry, forwarder: Forwarder, upstream: Upstream) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        forwarder: Forwarder,
+        upstream: Upstream,
+        tasks: Callable[[], Tasks],
+    ) -> None:
         self.registry = registry
         self.forwarder = forwarder
         self.upstream = upstream
+        #: The server's tasks extension, made only for an upstream that offers tasks.
+        self._tasks = tasks
 
     async def load_all(self) -> None:
         """Every list; one the upstream answers badly is left empty, with a warning."""
@@ -125,6 +135,8 @@ class Mirror:
     def _tool(self, entry: JSONDict) -> ForwardedTool | None:
         if type(entry.get("name")) is not str or not isinstance(entry.get("inputSchema"), dict):
             return None
+        if self.upstream.offers_tasks:
+            return ForwardedTaskTool(entry, self.forwarder, self._tasks())
         return ForwardedTool(entry, self.forwarder)
 
     def _prompt(self, entry: JSONDict) -> ForwardedPrompt | None:
@@ -157,7 +169,7 @@ class Mirror:
                 logger.warning("The upstream server %s offers %r, which the proxy itself "
                                "registered: the proxy's own is kept", self.upstream.label,
                                key)  # fmt: skip
-            elif existing.wire != item.wire:
+            elif existing.wire != item.wire or type(existing) is not type(item):
                 _add(registry, kind, item, replace=True)
 
     def _mine(self, item: Any) -> bool:

@@ -47,7 +47,7 @@ class Proxy:
         self.server = server
         self.upstream = upstream
         self.forwarder = Forwarder(upstream)
-        self.mirror = Mirror(server.registry, self.forwarder, upstream)
+        self.mirror = Mirror(server.registry, self.forwarder, upstream, lambda: server.tasks)
         self.changes = Changes(upstream, self.mirror, server.notify_resource_updated)
         self._watching = False
         upstream.on_question = self.forwarder.answer

@@ -38,6 +38,7 @@ from ..client.connections import next_id
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
+from ..server.tasks import TASKS_EXTENSION
 from .wire import UpstreamError
 
 if TYPE_CHECKING:
@@ -335,6 +336,12 @@ class Upstream:
             raise MCPError(str(error.get("message", ""))[:1000], data=error.get("data"),
                            code=code if type(code) is int else c.INTERNAL_ERROR)  # fmt: skip
         return response.get("result")
+
+    @property
+    def offers_tasks(self) -> bool:
+        """Whether the upstream speaks 2026-07-28 and declares the tasks extension."""
+        extensions = self.capabilities.get("extensions")
+        return not self.legacy and isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
     @property
     def connected(self) -> bool:

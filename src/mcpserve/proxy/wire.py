@@ -28,6 +28,7 @@ from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InternalError, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
+from ..server.tasks import TASKS_EXTENSION
 
 #: Codes that describe the proxy's own link to the upstream, not the client's request.
 _LINK_CODES = frozenset({c.INSUFFICIENT_SCOPE, c.HEADER_MISMATCH, c.UNSUPPORTED_PROTOCOL_VERSION})
@@ -51,9 +52,11 @@ class UpstreamError(InternalError):
     """The upstream could not answer: unreachable, refused the proxy, or talked nonsense."""
 
 
-def clean_result(method: str, result: Any, upstream: str) -> JSONDict:
+def clean_result(
+    method: str, result: Any, upstream: str, request_meta: JSONDict | None = None
+) -> JSONDict:
     """An upstream result, ready to go downstream; raises :class:`UpstreamError` for one
-    that is not a result of ``method``."""
+    that is not a result of ``method`` (``request_meta``: the ``_meta`` sent with it)."""
     if not isinstance(result, dict):
         raise UpstreamError(f"The upstream server {upstream} answered {method} with something "
                             "that is not a result object")  # fmt: skip
@@ -64,17 +67,29 @@ def clean_result(method: str, result: Any, upstream: str) -> JSONDict:
             result["_meta"] = meta
         else:
             del result["_meta"]
-    if result.get("resultType") == "input_required":
+    kind = result.get("resultType")
+    if kind == "input_required":
+        return result
+    if kind == "task":  # only where the upstream was told the client speaks tasks
+        if method != "tools/call" or not _declares_tasks(request_meta):
+            raise UpstreamError(f"The upstream server {upstream} answered {method} with a "
+                                "task, which the request did not allow")  # fmt: skip
         return result
     needed = _RESULT_FIELDS.get(method)
-    if needed is not None and result.get("resultType", "complete") == "complete":
-        key, kind = needed
-        if not isinstance(result.get(key), kind):
+    if needed is not None and kind in (None, "complete"):
+        key, expected = needed
+        if not isinstance(result.get(key), expected):
             raise UpstreamError(f"The upstream server {upstream} answered {method} with an "
                                 f"invalid result (no {key!r})")  # fmt: skip
-    if result.get("resultType") == "complete":
+    if kind == "complete":
         del result["resultType"]
     return result
+
+
+def _declares_tasks(request_meta: JSONDict | None) -> bool:
+    capabilities = (request_meta or {}).get(c.META_CLIENT_CAPABILITIES)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 def downstream_error(exc: MCPError, method: str, params: JSONDict, upstream: str) -> MCPError:

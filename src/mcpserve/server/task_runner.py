@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
@@ -91,7 +91,19 @@ class RunningTask:
         for key, request in requests.items():
             self._issue(request, answers[key])
         await self._changed()
-        return {key: await answer for key, answer in answers.items()}
+        try:
+            return {key: await answer for key, answer in answers.items()}
+        except asyncio.CancelledError:  # nobody waits for these answers any more
+            self._withdraw(set(answers.values()))
+            raise
+
+    def _withdraw(self, answers: set[asyncio.Future[Any]]) -> None:
+        for key, (_, answer) in list(self._pending.items()):
+            if answer in answers:
+                del self._pending[key]
+                self.record.input_requests.pop(key, None)
+        if not self._pending and self.record.status == "input_required":
+            self.record.status = "working"
 
     def _issue(self, request: InputRequest, answer: asyncio.Future[Any]) -> None:
         # Keys are never reused over the task's life: a question asked again gets a new one.
@@ -195,13 +207,13 @@ class Tasks:
 
     # -- starting --------------------------------------------------------------------------
 
-    async def call(self, tool: TaskTool, arguments: Any, ctx: Context) -> Result:
+    async def call(self, tool: Taskable, arguments: Any, ctx: Context) -> Result:
         """``tools/call`` of a task tool."""
         if not self.declared(ctx):
             if tool.task_mode == "required":
                 message = f"Tool {tool.name!r} runs only as a task: declare {TASKS_EXTENSION}"
                 raise MissingClientCapability(REQUIRED_EXTENSION, message)
-            return await Tool.run(tool, arguments, ctx)
+            return await tool.work(arguments, ctx)
         loop = asyncio.get_running_loop()
         started: asyncio.Future[TaskRecord] = loop.create_future()
         job_ctx = TaskContext(ctx.request, self.runtime)
@@ -253,11 +265,11 @@ class Tasks:
         started.set_result(record)
         return running
 
-    async def _execute(self, tool: TaskTool, arguments: Any, ctx: Context) -> Result | None:
-        """The tool's function; once it runs as a task, its end is recorded there."""
+    async def _execute(self, tool: Taskable, arguments: Any, ctx: Context) -> Result | None:
+        """The tool's work; once it runs as a task, its end is recorded there."""
         ctx._task = asyncio.current_task()  # ctx.cancelled follows this job, not the request
         try:
-            result = await Tool.run(tool, arguments, ctx)
+            result = await tool.work(arguments, ctx)
         except asyncio.CancelledError:
             if ctx.task is None:
                 raise
@@ -340,6 +352,20 @@ class TaskContext(Context):
         self.task_starter = None
 
 
+class Taskable(Protocol):
+    """What :meth:`Tasks.call` runs: a tool that may become a task, and its work (what the
+    call does, in a task or not). A :class:`TaskTool`'s work is its function; a proxy's
+    forwarded tool's is the upstream's call, and the upstream's task followed to its end."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def task_mode(self) -> TaskMode: ...
+    @property
+    def task_start(self) -> TaskStart: ...
+    async def work(self, arguments: Any, ctx: Context) -> Result: ...
+
+
 class TaskTool(Tool):
     """A tool that may run as a task (see the module's docstring)."""
 
@@ -366,6 +392,9 @@ class TaskTool(Tool):
 
     async def run(self, arguments: Any, ctx: Context) -> Result:
         return await self.tasks.call(self, arguments, ctx)
+
+    async def work(self, arguments: Any, ctx: Context) -> Result:
+        return await Tool.run(self, arguments, ctx)
 
 
 def task_store_from_url(url: str, *, namespace: str) -> TaskStore:
