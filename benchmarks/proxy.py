@@ -29,7 +29,7 @@ round); the targets, at 16 connections: ``mcpserve/direct >= 0.5`` and
 
 ::
 
-    python3 benchmarks/proxy.py            # 5 rounds of 4 s windows: about 5 minutes
+    python3 benchmarks/proxy.py            # 5 rounds of 4 s windows: 3 to 5 minutes
     python3 benchmarks/proxy.py --quick    # 1 round of 3 s windows: seconds, to prove it runs
 
 It builds the ``mcpserve`` and ``fastmcp`` venvs when missing (``envs.py``), needs ``wrk``,
