@@ -301,6 +301,21 @@ async def test_a_question_parks_the_task_and_update_resumes_it(tasks: Tasks) -> 
     assert done["result"]["content"] == [{"type": "text", "text": "confirmed"}]
 
 
+async def test_a_question_the_function_stops_waiting_for_is_withdrawn(tasks: Tasks) -> None:
+    created = await tasks.create("impatient", {"tag": "impatient"})
+    parked = await tasks.until(created["taskId"], "input_required")
+    [key] = parked["inputRequests"]
+    going_on = await tasks.until(created["taskId"], "working")
+    assert "inputRequests" not in going_on
+    assert going_on["statusMessage"] == "gave up asking"
+    late = {key: {"action": "accept", "content": {"confirm": True}}}
+    await tasks.send("tasks/update", {"taskId": created["taskId"], "inputResponses": late})
+    assert (await tasks.get(created["taskId"]))["status"] == "working"  # ignored: withdrawn
+    app.GATES["impatient"].set()
+    done = await tasks.until(created["taskId"], "completed")
+    assert done["result"]["content"] == [{"type": "text", "text": "went on"}]
+
+
 async def test_partial_answers_and_keys_never_reused(tasks: Tasks) -> None:
     created = await tasks.create("two_questions")
     parked = await tasks.until(created["taskId"], "input_required")

@@ -62,6 +62,16 @@ def build(**options: object) -> Server:
         return "confirmed" if answer.accepted and answer.data.confirm else "declined"
 
     @server.tool(task="optional")
+    async def impatient(tag: str, ctx: Context) -> str:
+        """Asks, gives up waiting after a moment, then waits for ``GATES[tag]``."""
+        try:
+            await asyncio.wait_for(ctx.elicit("Quick?", Confirm), 0.3)
+        except TimeoutError:
+            await ctx.progress(1, message="gave up asking")
+        await GATES[tag].wait()
+        return "went on"
+
+    @server.tool(task="optional")
     async def two_questions(ctx: Context) -> str:
         """Two questions at once."""
         answers = await ctx.ask(who=Elicit("Who?", Name), sure=Elicit("Sure?", Confirm))

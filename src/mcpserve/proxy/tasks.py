@@ -152,7 +152,7 @@ class Follower:
                     open_ = {k: q for k, q in questions.items() if k not in answered}
                 if frozenset(open_) != keys:  # new questions, or the old ones withdrawn
                     if asking is not None:
-                        asking.cancel()
+                        await self._withdraw(asking)
                     keys, asking = frozenset(open_), None
                     if open_:
                         asking = asyncio.create_task(self._ask(open_))
@@ -195,6 +195,15 @@ class Follower:
                                 "which only a client that speaks tasks can give")  # fmt: skip
         relayed = {key: Question(question) for key, question in questions.items()}
         return await running.ask(relayed)
+
+    async def _withdraw(self, asking: asyncio.Task[dict[str, Any]]) -> None:
+        """The upstream no longer asks: neither does the proxy's task."""
+        asking.cancel()
+        await asyncio.wait({asking})
+        if not asking.cancelled():
+            asking.exception()  # answered or failed as it was withdrawn: not needed now
+        if self.running is not None:
+            await self.running.save()
 
     async def _upstream(self, method: str, params: JSONDict) -> JSONDict:
         return await self.forwarder.ask_once(method, params, self.ctx)

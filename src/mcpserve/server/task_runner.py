@@ -135,6 +135,10 @@ class RunningTask:
         self.record.status_message = message
         await self._changed()
 
+    async def save(self) -> None:
+        """Keep and announce the task's state as it is now (questions withdrawn, say)."""
+        await self._changed()
+
     async def finish(
         self,
         status: Literal["completed", "failed", "cancelled"],
