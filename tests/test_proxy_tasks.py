@@ -21,7 +21,7 @@ import httpx
 import pytest
 import uvicorn
 
-from mcpserve import Auth, Server
+from mcpserve import Auth, Client, Server
 from mcpserve.proxy.wire import UpstreamError, clean_result
 from servers import tasks as app
 from wire_helpers import META, TIMEOUT, Reply, asgi_client, default_headers, post
@@ -158,6 +158,20 @@ async def test_without_the_extension_the_call_is_an_ordinary_one(setup: Setup) -
     answered = await setup.proxy.result(call("sleepy", {"seconds": 0.01}, tasks=False))
     assert answered["content"] == [{"type": "text", "text": "slept 0.01"}]
     assert setup.upstream_tasks() == []  # the upstream was not told of tasks
+
+
+async def test_a_handshake_era_client_gets_ordinary_calls() -> None:
+    app.GATES.clear()
+    upstream = _upstream()
+    async with (
+        served(upstream) as url,
+        served(Server.proxy(url)) as proxy_url,
+        Client.http(proxy_url, protocol_version="2025-11-25") as client,
+    ):
+        assert "extensions" not in client.server_capabilities
+        result = await client.call_tool("sleepy", {"seconds": 0.01})
+        assert result["content"] == [{"type": "text", "text": "slept 0.01"}]
+        assert list(upstream.tasks.store._records) == []  # type: ignore[attr-defined]
 
 
 async def test_a_tool_the_upstream_answers_at_once_is_no_task(setup: Setup) -> None:
