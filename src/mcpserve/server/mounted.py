@@ -49,9 +49,10 @@ Result = dict[str, Any]
 _NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9.\-]{0,63}")
 SEPARATOR = "_"
 URI_SEPARATOR = "+"
-#: Schemes hosts read by name keep theirs, the namespace joining the authority instead: an
-#: app's view must stay a ``ui://`` URI for a host to render it.
-_KEPT_SCHEMES = ("ui://",)
+#: Schemes hosts read by name keep theirs, the namespace joining what follows instead, with
+#: its separator: an app's view must stay a ``ui://`` URI for a host to render it, and a
+#: skill a ``skill://`` one whose last folder is its name (the namespace a folder above).
+_KEPT_SCHEMES = {"ui://": URI_SEPARATOR, "skill://": "/"}
 #: Content blocks that name a resource by its URI.
 _LINKING = frozenset({"resource_link", "resource"})
 
@@ -63,7 +64,9 @@ class Namespace:
     ``notes://42`` (or template ``notes://{id}``) is ``billing+notes://42``: the namespace
     joins the URI's scheme, whatever the URI is, so every URI and template maps one to one
     and a template still matches exactly the rewritten URIs. An app's view keeps its
-    ``ui://`` scheme, the namespace joining what follows: ``ui://billing+invoice/view``.
+    ``ui://`` scheme, the namespace joining what follows: ``ui://billing+invoice/view``;
+    a skill's file keeps ``skill://``, the namespace a folder above the skill:
+    ``skill://billing/refunds/SKILL.md``.
     Without a namespace nothing is rewritten.
     """
 
@@ -88,9 +91,9 @@ class Namespace:
         """A resource's URI (or a template) in the parent."""
         if self.prefix is None:
             return uri
-        for kept in _KEPT_SCHEMES:
+        for kept, separator in _KEPT_SCHEMES.items():
             if uri.startswith(kept):
-                return f"{kept}{self.prefix}{URI_SEPARATOR}{uri[len(kept) :]}"
+                return f"{kept}{self.prefix}{separator}{uri[len(kept) :]}"
         return f"{self.prefix}{URI_SEPARATOR}{uri}"
 
     def child_name(self, name: str) -> str | None:
@@ -104,9 +107,9 @@ class Namespace:
         """The child's URI for a parent's URI, or None when the namespace has no such."""
         if self.prefix is None:
             return uri
-        for kept in _KEPT_SCHEMES:
+        for kept, separator in _KEPT_SCHEMES.items():
             if uri.startswith(kept):
-                head = kept + self.prefix + URI_SEPARATOR
+                head = kept + self.prefix + separator
                 return kept + uri[len(head) :] if uri.startswith(head) else None
         head = self.prefix + URI_SEPARATOR
         return uri[len(head) :] if uri.startswith(head) else None

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .registry import ListKind
     from .resource_lister import ResourceLister
     from .server import Server
+    from .skill import Skill
     from .tools import Tool
     from .transform import ToolTransform
 
@@ -78,6 +79,8 @@ class Mount:
         #: The parent's copy of the child's resource lister, when it has one.
         self.lister: ResourceLister | None = None
         self._lister_source: ResourceLister | None = None
+        #: The child's skills the parent serves, by the child's URI: (the child's, the copy).
+        self._skills: dict[str, tuple[Skill, Skill]] = {}
         #: Whether the child served resources when its tools were last copied.
         self._links = False
 
@@ -105,6 +108,7 @@ class Mount:
         self._sync_tools()
         self._sync_prompts()
         self._sync_resources()
+        self._sync_skills()
         self._sync_completers()
         child = self.server
         child.registry.on_change(self._child_changed)
@@ -147,6 +151,7 @@ class Mount:
             self._sync_prompts()
         else:
             self._sync_resources()
+            self._sync_skills()
             if self.server.registry.offers_resources != self._links:
                 # Tools and prompts rewrite the URIs they link to only while the child
                 # has resources (mounted.py): copy them again.
@@ -225,10 +230,11 @@ class Mount:
     def _sync_resources(self) -> None:
         child, parent = self.server.registry, self.parent.registry
         off = child.disabled["resources"]
+        skill_files = self._child_skill_files()  # the parent's skills serve those
         wanted: dict[str, dict[str, Any]] = {"resources": {}, "templates": {}}
         for kind, source in (("resources", child.resources), ("templates", child.templates)):
             for key, entry in source.items():
-                if key in off:
+                if key in off or (kind == "resources" and key in skill_files):
                     continue
                 wanted[kind][self.uri(key)] = self._copy(
                     kind,
@@ -247,6 +253,39 @@ class Mount:
         changed = self._listers.changed() or changed
         if changed:
             parent.changed("resources")
+
+    def _child_skill_files(self) -> set[str]:
+        skills = self.server.served_skills
+        return skills.file_uris() if skills is not None else set()
+
+    def _sync_skills(self) -> None:
+        """The child's skills, served by the parent's skills extension below the namespace
+        (``skill://billing/refunds/SKILL.md``): listed by its ``skills/list``, read and
+        browsed as its own."""
+        skills = self.server.served_skills
+        theirs = {skill.uri: skill for skill in skills} if skills is not None else {}
+        if not theirs and not self._skills:
+            return
+        parent = self.parent.skills
+        for uri, (skill, copy) in list(self._skills.items()):
+            if theirs.get(uri) is not skill:
+                del self._skills[uri]
+                if parent.get(copy.uri) is copy:
+                    parent.remove(copy.uri)
+        from .skill import InvalidSkill
+
+        prefix = self.namespace.prefix
+        for uri, skill in theirs.items():
+            if uri in self._skills:
+                continue
+            copy = skill if prefix is None else skill.under(prefix)
+            try:
+                parent.add([copy])
+            except InvalidSkill as exc:
+                logger.error("Mounted server %r: skill %r is left out: %s", self.server.name,
+                             uri, exc)  # fmt: skip
+                continue
+            self._skills[uri] = (skill, copy)
 
     def _completion_key(self, key: Any) -> Any:
         kind, target, argument = key

@@ -227,6 +227,11 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         return self._skills
 
     @property
+    def served_skills(self) -> Skills | None:
+        """The skills extension if any skill was ever added, without making it."""
+        return self._skills
+
+    @property
     def info(self) -> JSONDict:
         """``serverInfo``: name, version and the optional display fields."""
         return self.settings.info

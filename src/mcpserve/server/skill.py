@@ -273,6 +273,15 @@ class Skill:
             "size": len(data),
         }
 
+    def under(self, prefix: str) -> Skill:
+        """This skill below ``prefix`` (a mounting parent's namespace): the same frontmatter
+        and files, at ``skill://<prefix>/<path>``."""
+        moved = Skill.__new__(Skill)
+        moved._fill(self.frontmatter, f"{prefix}/{self.path}", self.documents,
+                    header=self.header, scopes=self.scopes, cache=self.cache,
+                    blocking=self.blocking, source=self.source)  # fmt: skip
+        return moved
+
     def __repr__(self) -> str:
         return f"Skill({self.uri!r})"
 

@@ -68,6 +68,10 @@ class Skills:
         """The skill whose ``SKILL.md`` is at ``uri``."""
         return self._skills.get(uri)
 
+    def file_uris(self) -> set[str]:
+        """The resource URI of every file of every skill served."""
+        return {uri for files in self._files.values() for uri in files}
+
     @property
     def directory_read(self) -> bool:
         return self._directory_read
@@ -121,13 +125,13 @@ class Skills:
         for uri in replaced:
             served.pop(uri, None)
         served.update(resources)
-        self.registry.changed("resources")  # one change for all the files
         for uri in batch:
             self._skills.pop(uri, None)
         self._skills.update(batch)
         self._files.update(files)
         self._tree = None
         self._declare()
+        self.registry.changed("resources")  # one change for all the files, once they are served
 
     def remove(self, uri: str) -> Skill:
         """Stop serving the skill whose ``SKILL.md`` is at ``uri``, and its files."""
@@ -143,10 +147,10 @@ class Skills:
         for file in self._files[uri]:
             if file not in owned:
                 self.registry.resources.pop(file, None)
-        self.registry.changed("resources")
         del self._skills[uri], self._files[uri]
         self._tree = None
         self._declare()
+        self.registry.changed("resources")
         return skill
 
     def _resource(self, skill: Skill, file_path: str) -> Resource:
