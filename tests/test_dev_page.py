@@ -32,7 +32,16 @@ import pytest
 from pydantic import BaseModel, Field
 
 from browser import INSTALL_HINT, Browser, BrowserError, find_chromium, png_size
-from mcpserve import Context, Header, Image, ResourceNotFound, Server, ToolError, ToolResult
+from mcpserve import (
+    Completion,
+    Context,
+    Header,
+    Image,
+    ResourceNotFound,
+    Server,
+    ToolError,
+    ToolResult,
+)
 
 HERE = Path(__file__).resolve()
 STARTUP = 20.0
@@ -169,6 +178,22 @@ def note(note_id: str) -> str:
 def summarize(topic: str, style: str = "short") -> str:
     """Ask for a summary."""
     return f"Summarize {topic}, {style}."
+
+
+STYLES = ["brief", "bullet points", "detailed", "short"]
+
+
+@server.completion(prompt="summarize", argument="style")
+def styles(value: str, arguments: dict[str, str]) -> Completion:
+    """Styles starting with what is typed; for a topic of "poems", only "short"."""
+    choices = ["short"] if arguments.get("topic") == "poems" else STYLES
+    found = [style for style in choices if style.startswith(value)]
+    return Completion(found[:1], total=len(found))
+
+
+@server.completion(resource="notes://{note_id}", argument="note_id")
+def note_ids(value: str) -> list[str]:
+    return [n for n in ("n1", "n2", "other") if n.startswith(value)]
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -534,6 +559,33 @@ def test_resources_and_templates_are_read_and_prompts_got(page: Browser) -> None
     page.click("#call")
     assert finished(page) == "done"
     assert result_texts(page) == ["Summarize tides, short."]
+
+
+def completions_shown(page: Browser, field: str) -> tuple[list[str], str]:
+    """The values a field's datalist offers once the server answered, and the note beside."""
+    page.wait_for(
+        f"document.querySelector('#call-form [data-prop={field}]')?.dataset.completions"
+        " !== undefined",
+        what=f"completions for {field}",
+    )
+    values: list[str] = page.evaluate(
+        f"[...document.querySelectorAll('#call-form [data-prop={field}] datalist option')]"
+        ".map((o) => o.value)"
+    )
+    return values, page.text(f"#call-form [data-prop={field}] .field-completions")
+
+
+def test_prompt_arguments_and_template_variables_complete_as_you_type(page: Browser) -> None:
+    pick(page, "prompts", "summarize")
+    page.fill("#call-form [name=style]", "b")
+    assert completions_shown(page, "style") == (["brief"], "1 more")
+    pick(page, "prompts", "summarize")  # afresh: the other arguments are the context
+    page.fill("#call-form [name=topic]", "poems")
+    page.fill("#call-form [name=style]", "")
+    assert completions_shown(page, "style") == (["short"], "")
+    pick(page, "templates", "notes://{note_id}")
+    page.fill("#call-form [name=note_id]", "n")
+    assert completions_shown(page, "note_id") == (["n1", "n2"], "")
 
 
 def subscribe_and_listen(page: Browser) -> None:

@@ -35,6 +35,7 @@ FILES = {
     "runs.js": "text/javascript; charset=utf-8",
     "panels.js": "text/javascript; charset=utf-8",
     "apps.js": "text/javascript; charset=utf-8",
+    "completions.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 ENDPOINT_MARK = "{{endpoint}}"

@@ -13,6 +13,7 @@
 import { APP_MIME_TYPE, AppView, appUri, visibility } from "./apps.js";
 import { clear, el, jsonView, pretty } from "./dom.js";
 import { argumentsForm, expandTemplate, schemaForm, templateVariables } from "./forms.js";
+import { attachCompletions } from "./completions.js";
 import { inputCard } from "./inputs.js";
 import { Messages, Roots, Subscriptions, Traffic } from "./panels.js";
 import { perform, Run } from "./runs.js";
@@ -208,6 +209,7 @@ const VIEWS = {
   templates(template) {
     const variables = templateVariables(template.uriTemplate);
     const form = argumentsForm(variables, { prefix: "var" });
+    completing(form, { type: "ref/resource", uri: template.uriTemplate });
     const runArea = el("div", { class: "run-area" });
     return detail("template", template.uriTemplate, template.title || template.name, template.description, [
       el("p", {}, el("code", {}, template.uriTemplate), template.mimeType ? ` ${template.mimeType}` : ""),
@@ -222,6 +224,7 @@ const VIEWS = {
 
   prompts(prompt) {
     const form = argumentsForm(prompt.arguments ?? [], { prefix: "arg" });
+    completing(form, { type: "ref/prompt", name: prompt.name });
     const runArea = el("div", { class: "run-area" });
     return detail("prompt", prompt.name, prompt.title || prompt.name, prompt.description, [
       el("form", { id: "call-form", onsubmit: (event) => {
@@ -233,6 +236,13 @@ const VIEWS = {
       runArea]);
   },
 };
+
+// Completions as you type, when the server offers them.
+function completing(form, ref) {
+  if (state.wire && state.info?.capabilities?.completions) {
+    attachCompletions(form, { wire: state.wire, ref });
+  }
+}
 
 function detail(kind, name, title, description, parts) {
   return el("article", { class: "item-detail", dataset: { kind, name } },
