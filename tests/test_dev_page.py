@@ -12,6 +12,7 @@ Chromium comes from Debian's ``chromium`` package; without it these tests fail, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -144,6 +145,25 @@ async def consult(ctx: Context) -> str:
 def regional(region: Annotated[str, Header("Region")]) -> str:
     """A tool whose argument is mirrored in a header."""
     return f"Served {region}"
+
+
+class Proceed(BaseModel):
+    go: bool
+
+
+@server.tool(task="optional")
+async def long_job(ctx: Context) -> str:
+    """Work as a task for a client that takes one, asking once on the way."""
+    await ctx.progress(1, 2, message="halfway there")
+    answer = await ctx.elicit("Carry on?", Proceed)
+    return "finished" if answer.accepted and answer.data.go else "stopped"
+
+
+@server.tool(task="optional")
+async def endless_job() -> str:
+    """A task that runs until it is cancelled."""
+    await asyncio.Event().wait()
+    return "never"
 
 
 @server.tool
@@ -586,6 +606,49 @@ def test_prompt_arguments_and_template_variables_complete_as_you_type(page: Brow
     pick(page, "templates", "notes://{note_id}")
     page.fill("#call-form [name=note_id]", "n")
     assert completions_shown(page, "note_id") == (["n1", "n2"], "")
+
+
+def test_a_call_answered_with_a_task_is_followed_to_its_end(page: Browser) -> None:
+    pick(page, "tools", "long_job")
+    page.click("#call")
+    waiting_for_input(page)
+    assert page.evaluate("document.querySelector('#run-view').dataset.task").isalnum()
+    assert page.text("#run-view .task-status") == "input_required: halfway there"
+    card = '.input-request[data-method="elicitation/create"]'
+    assert page.text(f"{card} .input-message") == "Carry on?"
+    page.check(f"{card} [name=go]")
+    page.click(f"{card} button.accept")
+    assert finished(page) == "done"
+    assert result_texts(page) == ["finished"]
+    assert page.text("#run-view .task-status") == "completed: halfway there"
+
+
+def test_cancelling_a_task_sends_tasks_cancel(page: Browser, dev: Dev) -> None:
+    pick(page, "tools", "endless_job")
+    page.click("#call")
+    page.wait_for(
+        "document.querySelector('#run-view .task-status')?.textContent === 'working'",
+        what="the task to start",
+    )
+    task_id = page.evaluate("document.querySelector('#run-view').dataset.task")
+    page.click("#run-view .cancel-run")
+    assert page.evaluate("document.querySelector('#run-view').dataset.state") == "cancelled"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+            "params": {"taskId": task_id, "_meta": meta}}  # fmt: skip
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get", "Mcp-Name": task_id}
+    deadline = time.monotonic() + 10
+    while True:  # the server ends the task once it has the page's tasks/cancel
+        task = httpx.post(dev.endpoint, json=body, headers=headers, timeout=10).json()["result"]
+        if task["status"] == "cancelled" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert task["status"] == "cancelled"
 
 
 def subscribe_and_listen(page: Browser) -> None:

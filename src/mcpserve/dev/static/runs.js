@@ -6,6 +6,11 @@
 // inputResponses and the requestState the server gave, until the result is complete (at
 // most MAX_ROUNDS rounds: a server that never stops asking is shown failing). Cancel
 // aborts the fetch: the server sees the connection close and cancels the handler.
+//
+// A call the server answers with a task (the tasks extension, which the page declares on
+// 2026-07-28) is followed: tasks/get at the task's pollIntervalMs, its status and status
+// message shown, a card per question it asks (answered with tasks/update), and its result
+// or error once it ends. Cancel then also sends tasks/cancel.
 
 import { clear, el } from "./dom.js";
 import { inputCard } from "./inputs.js";
@@ -13,6 +18,7 @@ import { renderResponse } from "./render.js";
 import { paramHeaders } from "./wire.js";
 
 const MAX_ROUNDS = 25;
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
 export class Run {
   constructor(container, method, params, { onReadResource = null } = {}) {
@@ -30,6 +36,7 @@ export class Run {
     this.app = el("div", { class: "run-app" }); // the tool's MCP App, if it has one
     this.result = el("div", { class: "run-result" });
     this.reply = null;
+    this.onCancel = null; // what else cancelling does (a task: tasks/cancel)
     const target = params.name ?? params.uri ?? "";
     this.element = el("section", { id: "run-view", class: "run", dataset: { state: "running", method } },
       el("header", { class: "run-head" }, el("code", { class: "run-title" }, `${method} ${target}`),
@@ -94,6 +101,7 @@ export class Run {
     if (this.over) return;
     this.over = true;
     this.controller.abort();
+    this.onCancel?.();
     this.setState("cancelled", "Cancelled");
   }
 }
@@ -108,6 +116,7 @@ export async function perform(wire, run, method, params, { tool = null, roots = 
       const reply = await wire.request(method, attempt, { progress: true, headers, signal: run.signal,
         onNotification: (message) => run.note(message), context: { run } });
       const result = reply.message.result;
+      if (result?.resultType === "task") return await followTask(wire, run, method, result, roots);
       if (result?.resultType !== "input_required") return run.finish(method, reply, round);
       run.setState("input", `Round ${round}: the server needs your input`);
       const answers = await answerAll(result.inputRequests ?? {}, run, round, roots);
@@ -120,6 +129,60 @@ export async function perform(wire, run, method, params, { tool = null, roots = 
     if (error.name === "AbortError") return run.cancel();
     return run.over ? undefined : run.fail(error);
   }
+}
+
+// A task, polled until it ends; its questions answered with tasks/update.
+async function followTask(wire, run, method, created, roots) {
+  const taskId = String(created.taskId);
+  const status = el("span", { class: "task-status" });
+  run.element.dataset.task = taskId;
+  run.activity.append(el("div", { class: "task" }, "Task ", el("code", { class: "task-id" }, taskId),
+    ": ", status));
+  run.onCancel = () => wire.request("tasks/cancel", { taskId }).catch(() => {});
+  const answered = new Set();
+  let task = created;
+  for (;;) {
+    status.textContent = task.statusMessage ? `${task.status}: ${task.statusMessage}` : task.status;
+    if (TERMINAL.has(task.status)) return endTask(run, method, task);
+    const open = Object.entries(task.inputRequests ?? {}).filter(([key]) => !answered.has(key));
+    if (task.status === "input_required" && open.length) {
+      run.setState("input", "The task needs your input");
+      const answers = await Promise.all(open.map(([key, request]) => {
+        const card = inputCard(request, { key, roots, signal: run.signal });
+        run.inputs.append(card.element);
+        return card.answer;
+      }));
+      for (const [key] of open) answered.add(key);
+      const inputResponses = Object.fromEntries(open.map(([key], index) => [key, answers[index]]));
+      await wire.request("tasks/update", { taskId, inputResponses }, { signal: run.signal });
+    } else {
+      run.setState("running", "Task running…");
+      await sleep(Math.min(5000, Math.max(50, Number(task.pollIntervalMs) || 500)), run.signal);
+    }
+    const reply = await wire.request("tasks/get", { taskId }, { signal: run.signal });
+    if (reply.message.error) return run.finish(method, reply, 1);
+    task = reply.message.result;
+  }
+}
+
+function endTask(run, method, task) {
+  if (task.status === "cancelled") {
+    run.over = true;
+    return run.setState("cancelled", "The task was cancelled");
+  }
+  const message = task.status === "completed" ? { result: task.result ?? {} }
+    : { error: task.error ?? { message: task.statusMessage ?? "The task failed" } };
+  return run.finish(method, { message, status: 200, headers: new Headers() }, 1);
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(new DOMException("The request was cancelled", "AbortError"));
+    }, { once: true });
+  });
 }
 
 async function answerAll(requests, run, round, roots) {

@@ -19,15 +19,19 @@
 export const MODERN = "2026-07-28";
 export const HANDSHAKE = "2025-11-25";
 export const CLIENT_INFO = { name: "mcpserve-dev-page", version: "1.0.0" };
-// The page renders MCP Apps (apps.js), and says so in both eras.
+// The page renders MCP Apps (apps.js), and says so in both eras; on 2026-07-28 it also
+// follows tasks (runs.js), so a server may answer a call with one.
 const APPS = { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } };
+const TASKS = { "io.modelcontextprotocol/tasks": {} };
 const CAPABILITIES = {
-  modern: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {}, extensions: APPS },
+  modern: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {},
+    extensions: { ...APPS, ...TASKS } },
   handshake: { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true },
     extensions: APPS },
 };
 const META = "io.modelcontextprotocol/";
-const NAME_SOURCES = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" };
+const NAME_SOURCES = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+  "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId" };
 const SHOWN_HEADERS = ["content-type", "mcp-session-id", "www-authenticate", "allow"];
 let exchanges = 0;
 
