@@ -39,7 +39,12 @@ import uvicorn
 
 from mcpserve import Client, ClientCredentials, Context, MCPError, OAuth, Server
 from mcpserve.auth import JWTVerifier, ResourceServer
-from mcpserve.client.oauth import FileTokenStorage, LoopbackRedirect, MemoryTokenStorage
+from mcpserve.client.oauth import (
+    FileTokenStorage,
+    LoopbackRedirect,
+    MemoryTokenStorage,
+    OAuthError,
+)
 from oidc_server import AuthorizationServer, authorization_server, drive_login
 from wire_helpers import child_env, free_port
 
@@ -234,6 +239,73 @@ async def test_client_credentials_step_up_to_the_scope_a_tool_needs(stack: Stack
     grants = recorded.token_requests()
     assert [g["scope"] for g in grants] == [READ, f"{READ} {WRITE}"]
     assert ("POST", "/mcp", 403, True) in recorded.shapes()
+
+
+def ec_key() -> tuple[Any, str, dict[str, Any]]:
+    """A P-256 key: the key, its PEM, and its public JWK."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from jwt.algorithms import ECAlgorithm
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()  # fmt: skip
+    return key, pem, json.loads(ECAlgorithm.to_jwk(key.public_key()))
+
+
+async def registered_with_key(stack: Stack, jwk: dict[str, Any]) -> str:
+    """A client registered (RFC 7591) to authenticate with private_key_jwt and ``jwk``."""
+    registered = await stack.oidc.register_client({
+        "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": [],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "token_endpoint_auth_signing_alg": "ES256", "jwks": {"keys": [jwk]},
+    })  # fmt: skip
+    return str(registered["client_id"])
+
+
+async def test_client_credentials_with_a_private_key_instead_of_a_secret(stack: Stack) -> None:
+    import jwt
+
+    key, pem, jwk = ec_key()
+    client_id = await registered_with_key(stack, {**jwk, "kid": "k1"})
+    recorded = Recorded()
+    auth = ClientCredentials(client_id, private_key=pem, key_id="k1")
+    async with connected(stack, auth, recorded) as client:
+        result = await client.call_tool("whoami")
+    assert result["structuredContent"]["principal"] == client_id
+    [grant] = recorded.token_requests()
+    assert grant["client_id"] == client_id
+    assert (
+        grant["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+    )
+    assert jwt.get_unverified_header(grant["client_assertion"]) == {
+        "alg": "ES256", "kid": "k1", "typ": "JWT"}  # fmt: skip
+    claims = jwt.decode(grant["client_assertion"], key.public_key(), algorithms=["ES256"],
+                        audience=stack.oidc.issuer)  # fmt: skip
+    assert claims["iss"] == claims["sub"] == client_id
+    assert claims["exp"] - claims["iat"] == 60
+    assert [e.basic for e in recorded.exchanges if e.path == "/token"] == [False]  # no secret
+
+
+async def test_an_assertion_signed_with_another_key_is_refused(stack: Stack) -> None:
+    _, _, jwk = ec_key()
+    client_id = await registered_with_key(stack, jwk)
+    _, wrong, _ = ec_key()
+    auth = ClientCredentials(client_id, private_key=wrong)
+    with pytest.raises(OAuthError, match="401 invalid_client"):
+        async with connected(stack, auth, Recorded()) as client:
+            await client.call_tool("whoami")
+
+
+async def test_client_credentials_take_a_secret_or_a_key() -> None:
+    _, pem, _ = ec_key()
+    with pytest.raises(ValueError, match="either a client_secret or a private_key"):
+        ClientCredentials("bot", "secret", private_key=pem)
+    with pytest.raises(ValueError, match="either a client_secret or a private_key"):
+        ClientCredentials("bot")
+    with pytest.raises(ValueError, match="not an unencrypted PEM private key"):
+        ClientCredentials("bot", private_key="not a key")
+    assert "BEGIN" not in repr(ClientCredentials("bot", private_key=pem).client_assertion)
 
 
 # --------------------------------------------------------------------------- a user

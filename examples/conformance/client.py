@@ -105,6 +105,10 @@ async def follow_redirect(url: str) -> str:
 
 def oauth_for(scenario: str, context: JSON) -> OAuthFlow:
     if scenario.startswith("auth/client-credentials"):
+        if "private_key_pem" in context:  # private_key_jwt
+            key, algorithm = context["private_key_pem"], context.get("signing_algorithm")
+            return ClientCredentials(context["client_id"], private_key=key,
+                                     signing_algorithm=algorithm)  # fmt: skip
         return ClientCredentials(context["client_id"], context["client_secret"])
     return OAuth(
         client_id=context.get("client_id"),

@@ -5,7 +5,8 @@
 from the server's ``token_endpoint_auth_methods_supported``: a client with a secret uses
 ``client_secret_basic`` if offered, else ``client_secret_post``; a client without one is
 public (``none``, its ``client_id`` in the form). For Basic, the id and secret are
-form-urlencoded before base64, as RFC 6749 section 2.3.1 says.
+form-urlencoded before base64, as RFC 6749 section 2.3.1 says. A client with a private key
+uses ``private_key_jwt``: a signed assertion whose audience is the issuer (:mod:`.assertion`).
 
 **Registration** sends the client's metadata: its name, redirect URIs, grant and response
 types, the authentication method it wants (``none`` when the server allows public clients,
@@ -32,6 +33,7 @@ import httpx
 
 from ...auth.discovery import MAX_DOCUMENT_BYTES
 from ...protocol.jsonrpc import loads
+from .assertion import ASSERTION_TYPE
 from .errors import OAuthError
 from .metadata import IssuerMetadata, is_loopback
 from .tokens import ClientRegistration, Tokens
@@ -39,7 +41,8 @@ from .tokens import ClientRegistration, Tokens
 logger = logging.getLogger("mcpserve.client.oauth")
 
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
-_SUPPORTED_METHODS = (*_SECRET_METHODS, "none")
+_KEY_METHOD = "private_key_jwt"
+_SUPPORTED_METHODS = (*_SECRET_METHODS, _KEY_METHOD, "none")
 
 
 def choose_auth_method(issuer: IssuerMetadata, client: ClientRegistration) -> str:
@@ -50,6 +53,8 @@ def choose_auth_method(issuer: IssuerMetadata, client: ClientRegistration) -> st
             raise OAuthError(f"The client authentication method {method!r} is not supported "
                              f"(supported: {', '.join(_SUPPORTED_METHODS)})")  # fmt: skip
         return method
+    if client.client_assertion is not None:
+        return _KEY_METHOD
     if client.client_secret is None:
         return "none"
     offered = issuer.token_endpoint_auth_methods_supported
@@ -57,9 +62,22 @@ def choose_auth_method(issuer: IssuerMetadata, client: ClientRegistration) -> st
 
 
 def authenticate(
-    form: dict[str, str], headers: dict[str, str], client: ClientRegistration, method: str
+    form: dict[str, str],
+    headers: dict[str, str],
+    client: ClientRegistration,
+    method: str,
+    audience: str,
 ) -> None:
-    """Put ``client``'s credentials into a token request, the way ``method`` says."""
+    """Put ``client``'s credentials into a token request, the way ``method`` says
+    (``audience``: the issuer, which a ``private_key_jwt`` assertion names)."""
+    if method == _KEY_METHOD:
+        if client.client_assertion is None:
+            raise OAuthError(f"The client {client.client_id!r} must authenticate with "
+                             "private_key_jwt, but was given no private_key")  # fmt: skip
+        form["client_id"] = client.client_id
+        form["client_assertion_type"] = ASSERTION_TYPE
+        form["client_assertion"] = client.client_assertion.assertion(client.client_id, audience)
+        return
     if method == "client_secret_basic" and client.client_secret is not None:
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
         headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
@@ -121,7 +139,7 @@ async def request_tokens(
     method = choose_auth_method(issuer, client)
     headers = {"Accept": "application/json"}
     form = {**form, "resource": resource}
-    authenticate(form, headers, client, method)
+    authenticate(form, headers, client, method, issuer.issuer)
     what = f"The {form['grant_type']} token request"
     logger.debug("%s to %s as %s (%s)", what, issuer.token_endpoint, client.client_id, method)
     status, answer = await _answer(

@@ -35,7 +35,7 @@ import logging
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
@@ -50,6 +50,9 @@ from .metadata import (
     fetch_resource_metadata,
 )
 from .tokens import ClientRegistration, MemoryTokenStorage, Tokens, TokenStorage
+
+if TYPE_CHECKING:
+    from .assertion import PrivateKeyJWT
 
 logger = logging.getLogger("mcpserve.client.oauth")
 
@@ -72,11 +75,13 @@ class OAuthFlow(ABC):
         storage: TokenStorage | None,
         timeout: float,
         max_step_ups: int,
+        client_assertion: PrivateKeyJWT | None = None,
     ) -> None:
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret= needs client_id=")
         self.client_id = client_id
         self.client_secret = client_secret
+        self.client_assertion = client_assertion
         self.token_endpoint_auth_method = token_endpoint_auth_method
         #: The issuer the pre-registered client belongs to; learned at first use if not given.
         self.issuer = issuer
@@ -227,6 +232,7 @@ class OAuthFlow(ABC):
             client_id=self.client_id,
             client_secret=self.client_secret,
             token_endpoint_auth_method=self.token_endpoint_auth_method,
+            client_assertion=self.client_assertion,
         )
 
     async def _refresh(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:

@@ -20,7 +20,10 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .assertion import PrivateKeyJWT
 
 #: A token this close to its expiry is renewed before it is sent.
 EXPIRY_LEEWAY = 30.0
@@ -87,11 +90,14 @@ class ClientRegistration:
 
     client_id: str
     client_secret: str | None = field(default=None, repr=False)
-    #: ``client_secret_basic``, ``client_secret_post`` or ``none``; ``None``: choose.
+    #: ``client_secret_basic``, ``client_secret_post``, ``private_key_jwt`` or ``none``;
+    #: ``None``: choose.
     token_endpoint_auth_method: str | None = None
     redirect_uris: tuple[str, ...] = ()
     #: Seconds since the epoch the secret expires at (RFC 7591); ``None``: never.
     client_secret_expires_at: float | None = None
+    #: Signs ``private_key_jwt`` assertions: held in memory only, never stored.
+    client_assertion: PrivateKeyJWT | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
