@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from mcpserve import Client, ClientCredentials, OAuth
+from mcpserve import Client, ClientCredentials, OAuth, SkillVerificationError
 from mcpserve.client.oauth import OAuthFlow
 
 JSON = dict[str, Any]
@@ -173,6 +173,24 @@ async def request_state(client: Client, context: JSON) -> None:
         show(await client.call_tool(name))
 
 
+async def skills_listed(client: Client, context: JSON) -> None:
+    """List the skills and read none of their files (nothing asks for one yet)."""
+    show(await client.list_skills())
+
+
+async def skills_used(client: Client, context: JSON) -> None:
+    """Load each skill (its SKILL.md, verified against its entry), then read its files; a
+    skill that fails verification is left alone, and its files are never read."""
+    for entry in await client.list_skills():
+        try:
+            skill = await client.load_skill(entry)
+        except SkillVerificationError as exc:
+            print(f"skill refused: {exc.message}", file=sys.stderr)
+            continue
+        for uri in skill.files:
+            show({"read": uri, "bytes": len(await skill.read(uri))})
+
+
 SCENARIOS: dict[str, Callable[[Client, JSON], Awaitable[None]]] = {
     "initialize": list_only,
     "tools_call": tools_call,
@@ -185,6 +203,10 @@ SCENARIOS: dict[str, Callable[[Client, JSON], Awaitable[None]]] = {
     "http-invalid-tool-headers": exercise,
     "json-schema-ref-no-deref": list_only,
     "json-schema-2020-12-preservation": echo_schema,
+    "sep-2640-client-no-prefetch": skills_listed,
+    "sep-2640-client-verify-digest": skills_used,
+    "sep-2640-client-verify-size": skills_used,
+    "sep-2640-client-verify-frontmatter": skills_used,
 }
 
 

@@ -45,6 +45,8 @@ if typing.TYPE_CHECKING:
     from .client.oauth import ClientCredentials as ClientCredentials
     from .client.oauth import OAuth as OAuth
     from .client.oauth import OAuthError as OAuthError
+    from .client.skills import LoadedSkill as LoadedSkill
+    from .client.skills import SkillVerificationError as SkillVerificationError
     from .server.apps import App as App
     from .server.apps import AppCSP as AppCSP
     from .server.apps import supports_apps as supports_apps
@@ -93,9 +95,11 @@ _LAZY = {
     "ElicitResult": "server.input_requests",
     "Image": "server.media",
     "ListRoots": "server.input_requests",
+    "LoadedSkill": "client.skills",
     "MemoryTaskStore": "server.tasks",
     "OAuth": "client.oauth",
     "OAuthError": "client.oauth",
+    "SkillVerificationError": "client.skills",
     "Message": "server.prompts",
     "Mount": "server.mounting",
     "OpenAPIOperation": "server.openapi",
@@ -151,6 +155,7 @@ __all__ = [
     "InsufficientScope",
     "InvalidParams",
     "ListRoots",
+    "LoadedSkill",
     "MCPError",
     "MemoryTaskStore",
     "Message",
@@ -173,6 +178,7 @@ __all__ = [
     "SampleResult",
     "Server",
     "Skill",
+    "SkillVerificationError",
     "TaskRecord",
     "TaskStore",
     "TaskStoreUnavailable",

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 
     from ..server.server import Server
     from .oauth.flow import OAuthFlow
+    from .skills import LoadedSkill
 
 DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": __version__}
 
@@ -401,6 +402,19 @@ class Client:
 
     async def read_resource(self, uri: str, **options: Any) -> JSONDict:
         return await self.request("resources/read", {"uri": uri}, **options)
+
+    async def list_skills(self) -> list[JSONDict]:
+        """Every skill entry the server lists (``skills/list``); no file is read."""
+        from .skills import list_skills
+
+        return await list_skills(self)
+
+    async def load_skill(self, entry: JSONDict) -> LoadedSkill:
+        """Read a listed skill's ``SKILL.md`` and verify it against ``entry`` (size, digest,
+        frontmatter); raises :class:`~mcpserve.client.skills.SkillVerificationError`."""
+        from .skills import load_skill
+
+        return await load_skill(self, entry)
 
     async def list_prompts(self) -> list[JSONDict]:
         return await self._list_all("prompts/list", "prompts")
