@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx
 import pytest
 
-from mcpserve import Client, ClientCredentials, MCPError, OAuth, OAuthError, Server
+from mcpserve import Client, ClientCredentials, JWTBearer, MCPError, OAuth, OAuthError, Server
 from mcpserve.client.oauth import (
     ClientRegistration,
     FileTokenStorage,
@@ -457,3 +457,57 @@ def test_misconfigurations_are_refused_at_construction() -> None:
         ClientCredentials("id", "")
     with pytest.raises(TypeError, match="auth= is for a server URL"):
         Client(Server("memory"), auth=OAuth())
+
+
+# --------------------------------------------------------------------------- JWT bearer
+
+
+def token_forms(fake: Fake) -> list[dict[str, str]]:
+    return [dict(parse_qsl(r.content.decode())) for r in fake.seen
+            if r.method == "POST" and str(r.url) == f"{AS}/token"]  # fmt: skip
+
+
+async def test_a_workload_jwt_is_exchanged_with_the_jwt_bearer_grant() -> None:
+    fake = Fake()
+    async with fake.client(JWTBearer("workload.jwt.here")):
+        pass
+    assert token_forms(fake) == [{
+        "grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "assertion": "workload.jwt.here", "scope": "read", "resource": MCP,
+    }]  # fmt: skip
+    assert "authorization" not in fake.seen[-2].headers  # the token request: no client auth
+    assert fake.requests_to(f"{AS}/register") == []  # nothing to register
+
+
+async def test_the_assertion_function_is_asked_for_each_grant() -> None:
+    issued = iter(["first.jwt", "second.jwt"])
+
+    async def current() -> str:
+        return next(issued)
+
+    fake = Fake(routes={f"POST {AS}/token": json_response(
+        {"access_token": GOOD, "token_type": "Bearer", "expires_in": 0})})  # fmt: skip
+    auth = JWTBearer(current, client_id="workload-7")
+    async with fake.client(auth) as client:
+        await client.discover()  # its token has expired: a new grant, with a new assertion
+    forms = token_forms(fake)
+    assert [form["assertion"] for form in forms] == ["first.jwt", "second.jwt"]
+    assert {form["client_id"] for form in forms} == {"workload-7"}
+
+
+async def test_a_refused_assertion_is_the_error_with_no_retry_and_no_other_grant() -> None:
+    refusal = json_response({"error": "invalid_grant", "error_description": "expired"}, 400)
+    fake = Fake(routes={f"POST {AS}/token": refusal})
+    error = await connect_fails(fake, JWTBearer("old.jwt"), r"\(400 invalid_grant\): expired")
+    assert error.error == "invalid_grant"
+    assert [form["grant_type"] for form in token_forms(fake)] == [
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    ]
+    assert fake.authorizations == []
+
+
+def test_a_jwt_bearer_needs_an_assertion() -> None:
+    with pytest.raises(ValueError, match="needs the assertion"):
+        JWTBearer("")
+    with pytest.raises(ValueError, match="private_key= needs client_id="):
+        JWTBearer("a.jwt", private_key="pem")

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from mcpserve import Client, ClientCredentials, OAuth, SkillVerificationError
+from mcpserve import Client, ClientCredentials, JWTBearer, OAuth, SkillVerificationError
 from mcpserve.client.oauth import OAuthFlow
 
 JSON = dict[str, Any]
@@ -104,6 +104,8 @@ async def follow_redirect(url: str) -> str:
 
 
 def oauth_for(scenario: str, context: JSON) -> OAuthFlow:
+    if scenario == "auth/wif-jwt-bearer":
+        return JWTBearer(context["valid_jwt"], client_id=context.get("client_id"))
     if scenario.startswith("auth/client-credentials"):
         if "private_key_pem" in context:  # private_key_jwt
             key, algorithm = context["private_key_pem"], context.get("signing_algorithm")

@@ -43,6 +43,7 @@ from .server.tools import ToolResult as ToolResult
 if typing.TYPE_CHECKING:
     from .client.client import Client as Client
     from .client.oauth import ClientCredentials as ClientCredentials
+    from .client.oauth import JWTBearer as JWTBearer
     from .client.oauth import OAuth as OAuth
     from .client.oauth import OAuthError as OAuthError
     from .client.skills import LoadedSkill as LoadedSkill
@@ -94,6 +95,7 @@ _LAZY = {
     "Elicit": "server.input_requests",
     "ElicitResult": "server.input_requests",
     "Image": "server.media",
+    "JWTBearer": "client.oauth",
     "ListRoots": "server.input_requests",
     "LoadedSkill": "client.skills",
     "MemoryTaskStore": "server.tasks",
@@ -154,6 +156,7 @@ __all__ = [
     "InputRequired",
     "InsufficientScope",
     "InvalidParams",
+    "JWTBearer",
     "ListRoots",
     "LoadedSkill",
     "MCPError",

@@ -13,8 +13,9 @@
 The modules, in the order a first authorization uses them: :mod:`.bearer` (the token on
 each request, the refusals read), :mod:`.flow` (what to do about a refusal),
 :mod:`.challenge` (``WWW-Authenticate``), :mod:`.metadata` (RFC 9728 and RFC 8414
-discovery, checked), :mod:`.authorization_code` and :mod:`.client_credentials` (the
-grants), :mod:`.endpoints` (registration, token requests, client authentication),
+discovery, checked), :mod:`.authorization_code`, :mod:`.client_credentials` and
+:mod:`.jwt_bearer` (the grants), :mod:`.endpoints` (registration, token requests, client
+authentication, with :mod:`.assertion` for ``private_key_jwt``),
 :mod:`.redirect` (the browser and the redirect back), :mod:`.tokens` (what is kept, and
 where). It needs httpx; ``docs/auth.md`` ("The client side") is the guide.
 """
@@ -23,6 +24,7 @@ from .authorization_code import OAuth as OAuth
 from .client_credentials import ClientCredentials as ClientCredentials
 from .errors import OAuthError as OAuthError
 from .flow import OAuthFlow as OAuthFlow
+from .jwt_bearer import JWTBearer as JWTBearer
 from .redirect import LoopbackRedirect as LoopbackRedirect
 from .tokens import ClientRegistration as ClientRegistration
 from .tokens import FileTokenStorage as FileTokenStorage
@@ -34,6 +36,7 @@ __all__ = [
     "ClientCredentials",
     "ClientRegistration",
     "FileTokenStorage",
+    "JWTBearer",
     "LoopbackRedirect",
     "MemoryTokenStorage",
     "OAuth",

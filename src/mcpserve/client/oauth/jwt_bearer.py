@@ -1,0 +1,133 @@
+"""``JWTBearer``: a workload that proves who it is with a JWT its platform issued.
+
+Workload identity federation: a Kubernetes service account token, a CI job's OIDC token or
+a cloud instance's identity token is a JWT whose audience is the authorization server. The
+grant is RFC 7523's ``urn:ietf:params:oauth:grant-type:jwt-bearer``, the JWT as its
+``assertion``, with the ``resource`` and the selected scopes: no secret to keep.
+
+``assertion`` is the JWT, or a function returning it (plain or async) that is called for
+every token request, so a token the platform rotates (a projected file, a metadata
+endpoint) is read fresh each time. A client id, when the authorization server wants one,
+is sent as a public client's (``none``), or authenticated with a secret or a key as
+:class:`~.client_credentials.ClientCredentials` does.
+
+A refused grant (``invalid_grant``, ``invalid_scope``, ``unauthorized_client``) raises
+:class:`~.errors.OAuthError` at once: the same assertion would be refused again, and no
+other grant is tried in its place. An expired access token is replaced by a new grant; a
+403 ``insufficient_scope`` asks once more for the union of scopes (``max_step_ups``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+
+import httpx
+
+from .endpoints import request_tokens
+from .errors import OAuthError
+from .flow import OAuthFlow
+from .metadata import IssuerMetadata, ResourceMetadata
+from .tokens import ClientRegistration, Tokens, TokenStorage
+
+GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+Assertion = str | Callable[[], str | Awaitable[str]]
+
+
+class JWTBearer(OAuthFlow):
+    """OAuth 2.0 JWT-bearer grant (RFC 7523): tokens for a workload's platform-issued JWT.
+
+    ::
+
+        token_file = Path("/var/run/secrets/tokens/mcp")
+        auth = JWTBearer(lambda: token_file.read_text().strip())
+        async with Client("https://mcp.example.com/mcp", auth=auth) as client:
+            ...
+    """
+
+    def __init__(
+        self,
+        assertion: Assertion,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        private_key: str | bytes | None = None,
+        signing_algorithm: str | None = None,
+        key_id: str | None = None,
+        token_endpoint_auth_method: str | None = None,
+        issuer: str | None = None,
+        scopes: Sequence[str] | None = None,
+        storage: TokenStorage | None = None,
+        timeout: float = 30.0,
+        max_step_ups: int = 1,
+    ) -> None:
+        if not (callable(assertion) or (isinstance(assertion, str) and assertion)):
+            raise ValueError("JWTBearer needs the assertion: a JWT, or a function returning one")
+        if private_key is not None and client_id is None:
+            raise ValueError("private_key= needs client_id=")
+        signer = None
+        if private_key is not None:
+            from .assertion import PrivateKeyJWT
+
+            signer = PrivateKeyJWT(private_key, algorithm=signing_algorithm, key_id=key_id)
+        super().__init__(
+            client_id=client_id,
+            client_secret=client_secret,
+            client_assertion=signer,
+            token_endpoint_auth_method=token_endpoint_auth_method,
+            issuer=issuer,
+            scopes=scopes,
+            storage=storage,
+            timeout=timeout,
+            max_step_ups=max_step_ups,
+        )
+        self._assertion = assertion
+
+    async def _obtain(
+        self,
+        http: httpx.AsyncClient,
+        resource: ResourceMetadata,
+        issuer: IssuerMetadata,
+        scopes: tuple[str, ...] | None,
+    ) -> Tokens:
+        return await self._grant(http, issuer, resource.resource, scopes)
+
+    async def _grant(
+        self,
+        http: httpx.AsyncClient,
+        issuer: IssuerMetadata,
+        resource: str,
+        scopes: tuple[str, ...] | None,
+    ) -> Tokens:
+        client = self._preregistered(issuer) or ClientRegistration(client_id="")
+        form = {"grant_type": GRANT_TYPE, "assertion": await self._current_assertion()}
+        if scopes:
+            form["scope"] = " ".join(scopes)
+        return await self._bounded(
+            request_tokens(http, issuer, client, form, resource=resource, requested=scopes,
+                           http_timeout=self.timeout),
+            f"The JWT-bearer token request at {issuer.issuer}",
+        )  # fmt: skip
+
+    async def _current_assertion(self) -> str:
+        source = self._assertion
+        if isinstance(source, str):
+            return source
+        value = source()
+        if inspect.isawaitable(value):
+            value = await value
+        if not isinstance(value, str) or not value:
+            raise OAuthError("The JWTBearer assertion function returned no JWT")
+        return value
+
+    async def _renew(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:
+        refreshed = await self._refresh(key, tokens, http)
+        if refreshed is not None or tokens.issuer is None or tokens.resource is None:
+            return refreshed
+        try:
+            issuer = await self._issuer(tokens.issuer, http)
+            renewed = await self._grant(http, issuer, tokens.resource, tokens.requested_scopes)
+        except OAuthError:
+            return None
+        await self.storage.save_tokens(key, renewed)
+        return renewed
