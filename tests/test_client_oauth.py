@@ -453,7 +453,7 @@ def test_misconfigurations_are_refused_at_construction() -> None:
         OAuth(client_metadata_url="http://app.example/client.json")
     with pytest.raises(ValueError, match="not an http loopback URI"):
         OAuth(redirect_uri="https://app.example/callback")
-    with pytest.raises(ValueError, match="client_id and a client_secret"):
+    with pytest.raises(ValueError, match="client_id and either a client_secret or a private_key"):
         ClientCredentials("id", "")
     with pytest.raises(TypeError, match="auth= is for a server URL"):
         Client(Server("memory"), auth=OAuth())

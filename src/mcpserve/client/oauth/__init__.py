@@ -14,10 +14,10 @@ The modules, in the order a first authorization uses them: :mod:`.bearer` (the t
 each request, the refusals read), :mod:`.flow` (what to do about a refusal),
 :mod:`.challenge` (``WWW-Authenticate``), :mod:`.metadata` (RFC 9728 and RFC 8414
 discovery, checked), :mod:`.authorization_code`, :mod:`.client_credentials` and
-:mod:`.jwt_bearer` (the grants), :mod:`.endpoints` (registration, token requests, client
-authentication, with :mod:`.assertion` for ``private_key_jwt``),
-:mod:`.redirect` (the browser and the redirect back), :mod:`.tokens` (what is kept, and
-where). It needs httpx; ``docs/auth.md`` ("The client side") is the guide.
+:mod:`.jwt_bearer` (the grants; the last two share :mod:`.unattended`), :mod:`.endpoints`
+(registration, token requests, client authentication, with :mod:`.assertion` for
+``private_key_jwt``), :mod:`.redirect` (the browser and the redirect back), :mod:`.tokens`
+(what is kept, and where). It needs httpx; ``docs/auth.md`` ("The client side") is the guide.
 """
 
 from .authorization_code import OAuth as OAuth

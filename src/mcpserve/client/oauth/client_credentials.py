@@ -2,8 +2,8 @@
 
 The client is registered beforehand: a client id and a secret, or a private key whose
 public half the authorization server knows (``private_key_jwt``, :mod:`.assertion`). The
-grant is ``client_credentials`` with the ``resource`` and the selected scopes. An expired token is
-simply replaced by a new one (there is nobody to ask, and nothing to refresh), and a 403
+grant is ``client_credentials`` with the ``resource`` and the selected scopes. An expired
+token is simply replaced by a new one (there is nobody to ask, and nothing to refresh), and a 403
 ``insufficient_scope`` asks once more for the union of scopes (the spec lets such clients
 step up or give up; ``max_step_ups=0`` gives up).
 """
@@ -12,16 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import httpx
-
-from .endpoints import request_tokens
-from .errors import OAuthError
-from .flow import OAuthFlow
-from .metadata import IssuerMetadata, ResourceMetadata
-from .tokens import Tokens, TokenStorage
+from .tokens import TokenStorage
+from .unattended import UnattendedGrant
 
 
-class ClientCredentials(OAuthFlow):
+class ClientCredentials(UnattendedGrant):
     """OAuth 2.1 client credentials: tokens for a program, no user and no browser.
 
     ::
@@ -36,6 +31,8 @@ class ClientCredentials(OAuthFlow):
     ``signing_algorithm`` defaults to the one the key's type calls for (``RS256``,
     ``ES256``...); ``key_id`` goes in the assertion's ``kid`` header when given.
     """
+
+    request_name = "client credentials token request"
 
     def __init__(
         self,
@@ -72,41 +69,5 @@ class ClientCredentials(OAuthFlow):
             max_step_ups=max_step_ups,
         )
 
-    async def _obtain(
-        self,
-        http: httpx.AsyncClient,
-        resource: ResourceMetadata,
-        issuer: IssuerMetadata,
-        scopes: tuple[str, ...] | None,
-    ) -> Tokens:
-        return await self._grant(http, issuer, resource.resource, scopes)
-
-    async def _grant(
-        self,
-        http: httpx.AsyncClient,
-        issuer: IssuerMetadata,
-        resource: str,
-        scopes: tuple[str, ...] | None,
-    ) -> Tokens:
-        client = self._preregistered(issuer)
-        assert client is not None  # a client id is required at construction
-        form = {"grant_type": "client_credentials"}
-        if scopes:
-            form["scope"] = " ".join(scopes)
-        return await self._bounded(
-            request_tokens(http, issuer, client, form, resource=resource, requested=scopes,
-                           http_timeout=self.timeout),
-            f"The client credentials token request at {issuer.issuer}",
-        )  # fmt: skip
-
-    async def _renew(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:
-        refreshed = await self._refresh(key, tokens, http)
-        if refreshed is not None or tokens.issuer is None or tokens.resource is None:
-            return refreshed
-        try:
-            issuer = await self._issuer(tokens.issuer, http)
-            renewed = await self._grant(http, issuer, tokens.resource, tokens.requested_scopes)
-        except OAuthError:
-            return None
-        await self.storage.save_tokens(key, renewed)
-        return renewed
+    async def _grant_form(self) -> dict[str, str]:
+        return {"grant_type": "client_credentials"}

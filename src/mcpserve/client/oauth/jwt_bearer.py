@@ -22,19 +22,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
-import httpx
-
-from .endpoints import request_tokens
 from .errors import OAuthError
-from .flow import OAuthFlow
-from .metadata import IssuerMetadata, ResourceMetadata
-from .tokens import ClientRegistration, Tokens, TokenStorage
+from .tokens import TokenStorage
+from .unattended import UnattendedGrant
 
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 Assertion = str | Callable[[], str | Awaitable[str]]
 
 
-class JWTBearer(OAuthFlow):
+class JWTBearer(UnattendedGrant):
     """OAuth 2.0 JWT-bearer grant (RFC 7523): tokens for a workload's platform-issued JWT.
 
     ::
@@ -44,6 +40,8 @@ class JWTBearer(OAuthFlow):
         async with Client("https://mcp.example.com/mcp", auth=auth) as client:
             ...
     """
+
+    request_name = "JWT-bearer token request"
 
     def __init__(
         self,
@@ -83,31 +81,8 @@ class JWTBearer(OAuthFlow):
         )
         self._assertion = assertion
 
-    async def _obtain(
-        self,
-        http: httpx.AsyncClient,
-        resource: ResourceMetadata,
-        issuer: IssuerMetadata,
-        scopes: tuple[str, ...] | None,
-    ) -> Tokens:
-        return await self._grant(http, issuer, resource.resource, scopes)
-
-    async def _grant(
-        self,
-        http: httpx.AsyncClient,
-        issuer: IssuerMetadata,
-        resource: str,
-        scopes: tuple[str, ...] | None,
-    ) -> Tokens:
-        client = self._preregistered(issuer) or ClientRegistration(client_id="")
-        form = {"grant_type": GRANT_TYPE, "assertion": await self._current_assertion()}
-        if scopes:
-            form["scope"] = " ".join(scopes)
-        return await self._bounded(
-            request_tokens(http, issuer, client, form, resource=resource, requested=scopes,
-                           http_timeout=self.timeout),
-            f"The JWT-bearer token request at {issuer.issuer}",
-        )  # fmt: skip
+    async def _grant_form(self) -> dict[str, str]:
+        return {"grant_type": GRANT_TYPE, "assertion": await self._current_assertion()}
 
     async def _current_assertion(self) -> str:
         source = self._assertion
@@ -119,15 +94,3 @@ class JWTBearer(OAuthFlow):
         if not isinstance(value, str) or not value:
             raise OAuthError("The JWTBearer assertion function returned no JWT")
         return value
-
-    async def _renew(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:
-        refreshed = await self._refresh(key, tokens, http)
-        if refreshed is not None or tokens.issuer is None or tokens.resource is None:
-            return refreshed
-        try:
-            issuer = await self._issuer(tokens.issuer, http)
-            renewed = await self._grant(http, issuer, tokens.resource, tokens.requested_scopes)
-        except OAuthError:
-            return None
-        await self.storage.save_tokens(key, renewed)
-        return renewed
