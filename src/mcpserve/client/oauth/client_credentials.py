@@ -52,15 +52,12 @@ class ClientCredentials(UnattendedGrant):
         if not client_id or (not client_secret) == (private_key is None):
             raise ValueError("ClientCredentials needs a client_id and either a client_secret "
                              "or a private_key")  # fmt: skip
-        assertion = None
-        if private_key is not None:
-            from .assertion import PrivateKeyJWT
-
-            assertion = PrivateKeyJWT(private_key, algorithm=signing_algorithm, key_id=key_id)
         super().__init__(
+            private_key=private_key,
+            signing_algorithm=signing_algorithm,
+            key_id=key_id,
             client_id=client_id,
             client_secret=client_secret,
-            client_assertion=assertion,
             token_endpoint_auth_method=token_endpoint_auth_method,
             issuer=issuer,
             scopes=scopes,

@@ -63,15 +63,12 @@ class JWTBearer(UnattendedGrant):
             raise ValueError("JWTBearer needs the assertion: a JWT, or a function returning one")
         if private_key is not None and client_id is None:
             raise ValueError("private_key= needs client_id=")
-        signer = None
-        if private_key is not None:
-            from .assertion import PrivateKeyJWT
-
-            signer = PrivateKeyJWT(private_key, algorithm=signing_algorithm, key_id=key_id)
         super().__init__(
+            private_key=private_key,
+            signing_algorithm=signing_algorithm,
+            key_id=key_id,
             client_id=client_id,
             client_secret=client_secret,
-            client_assertion=signer,
             token_endpoint_auth_method=token_endpoint_auth_method,
             issuer=issuer,
             scopes=scopes,

@@ -10,6 +10,7 @@ bound) is the same for every one.
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import Any
 
 import httpx
 
@@ -26,6 +27,23 @@ class UnattendedGrant(OAuthFlow):
 
     #: The grant's token request, as errors name it.
     request_name = "token request"
+
+    def __init__(
+        self,
+        *,
+        private_key: str | bytes | None,
+        signing_algorithm: str | None,
+        key_id: str | None,
+        **flow: Any,
+    ) -> None:
+        """``private_key`` (a PEM): the client authenticates with ``private_key_jwt``; the
+        rest is :class:`~.flow.OAuthFlow`'s."""
+        signer = None
+        if private_key is not None:
+            from .assertion import PrivateKeyJWT
+
+            signer = PrivateKeyJWT(private_key, algorithm=signing_algorithm, key_id=key_id)
+        super().__init__(client_assertion=signer, **flow)
 
     @abstractmethod
     async def _grant_form(self) -> dict[str, str]:
