@@ -88,7 +88,7 @@ CONFIGS = {
 }
 #: The server each configuration runs (``BENCH_AUTH`` of ``mcpserve_auth_app.py``).
 SERVER_MODE = {"none": "none", "jwt": "jwt", "jwt-uncached": "jwt-uncached", "jwt-many": "jwt"}
-VERSIONS = ["mcpserve", "PyJWT", "cryptography", "httpx", "uvicorn", "httptools", "uvloop"]
+VERSIONS = ["mcpserve", "PyJWT", "cryptography", "httpx2", "uvicorn", "httptools", "uvloop"]
 
 # wrk/mcp.lua in plain mode, except that request() hands out one prepared request per token
 # of REQUEST_FILE's ".tokens" twin (one token a line), in rotation. wrk runs with -t1: one

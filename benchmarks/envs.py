@@ -6,7 +6,7 @@ same uvicorn, httptools, uvloop and orjson, so that only the framework differs:
 
 * ``mcpserve``: this checkout, installed editable with its ``http`` extra (what
   ``pip install "mcpserve[http]"`` gives a user), ``redis`` (the cluster phase) and
-  ``auth`` (PyJWT and httpx: ``auth.py``'s bearer-token servers); the raw baseline and the
+  ``auth`` (PyJWT and httpx2: ``auth.py``'s bearer-token servers); the raw baseline and the
   README-path variant run here too;
 * ``official``: the latest ``mcp`` 2.x from PyPI;
 * ``fastmcp``: the latest ``fastmcp`` 4.x from PyPI.
@@ -16,8 +16,8 @@ The TypeScript SDK goes into ``benchmarks/.node`` (gitignored) with ``npm ci`` f
 that satisfies the packages' ``engines``; otherwise on the Node that npm ships as a package
 (``NODE_PACKAGE``), installed there too, as ``scripts/conformance`` does.
 
-A venv (or the Node folder) is rebuilt when its requirement list (or pins) change, or on
-``--refresh``.
+A venv (or the Node folder) is rebuilt when its requirement list, its pins or (for the
+checkout installed editable) ``pyproject.toml`` change, or on ``--refresh``.
 """
 
 from __future__ import annotations
@@ -99,7 +99,12 @@ def ensure_venvs(refresh: bool = False, names: list[str] | None = None) -> None:
             continue
         venv = VENVS / name
         stamp = venv / ".bench-requirements"
-        want = hashlib.sha256(json.dumps(requirements).encode()).hexdigest()
+        # An editable checkout's own dependencies change with its pyproject.toml.
+        pinned = [
+            *requirements,
+            (REPO / "pyproject.toml").read_text() if "-e" in requirements else "",
+        ]
+        want = hashlib.sha256(json.dumps(pinned).encode()).hexdigest()
         if not refresh and stamp.exists() and stamp.read_text() == want:
             continue
         if not (venv / "bin" / "python").exists():

@@ -1,8 +1,8 @@
 """An HTTP API as MCP tools: each operation of its OpenAPI document becomes one tool.
 
-The API here is a tiny FastAPI inventory defined in this file, and the httpx client reaches
-it in process (``httpx.ASGITransport``), so the example runs without a network. Against a
-real API, only the client changes: ``httpx.AsyncClient(base_url="https://api.example.com",
+The API here is a tiny FastAPI inventory defined in this file, and the httpx2 client reaches
+it in process (``httpx2.ASGITransport``), so the example runs without a network. Against a
+real API, only the client changes: ``httpx2.AsyncClient(base_url="https://api.example.com",
 headers={"Authorization": "Bearer ..."})``. Its credentials are the API's; the MCP client's
 are never passed on.
 
@@ -14,7 +14,7 @@ Run it (``pip install fastapi "mcpserve[http]"``)::
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
@@ -56,7 +56,7 @@ def put_part(sku: str, part: NewPart) -> Part:
     return PARTS[sku]
 
 
-client = httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://inventory")
+client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api), base_url="http://inventory")
 server = Server.from_openapi(api.openapi(), client=client)
 
 if __name__ == "__main__":

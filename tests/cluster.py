@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve.protocol.request_state import generate_key
@@ -94,8 +94,8 @@ def _listening(port: int) -> bool:
 def _answers_405(port: int) -> bool:
     """Whether the MCP endpoint on ``port`` answers a plain GET (with 405, as mcpserve does)."""
     try:
-        response = httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
-    except httpx.HTTPError:
+        response = httpx2.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
+    except httpx2.HTTPError:
         return False
     return response.status_code == 405
 
@@ -323,7 +323,7 @@ def _spread(balancer_url: str, pids: set[int]) -> bool:
     """Whether three ``whoami`` calls through the balancer reached all three instances."""
     seen = set()
     try:
-        with httpx.Client(base_url=balancer_url, timeout=5) as http:
+        with httpx2.Client(base_url=balancer_url, timeout=5) as http:
             for number in range(INSTANCES):
                 message = call(number, "whoami", {})
                 response = http.post(
@@ -332,7 +332,7 @@ def _spread(balancer_url: str, pids: set[int]) -> bool:
                 if response.status_code != 200:
                     return False
                 seen.add(int(response.json()["result"]["content"][0]["text"]))
-    except httpx.HTTPError:
+    except httpx2.HTTPError:
         return False
     return seen == pids
 

@@ -18,9 +18,9 @@ The rest of this module decodes legacy traffic, so that nothing reaches a test u
   legacy or modern (from what the client sent), and validates it with the right models;
 * :class:`SSEParser` reads legacy SSE streams, which carry event ids, priming events
   (an id and empty data) and ``retry`` fields (``wire_helpers.parse_sse`` accepts neither);
-* the raw legacy drivers used by ``test_legacy*.py``: :class:`LegacyHTTPClient` (over httpx
+* the raw legacy drivers used by ``test_legacy*.py``: :class:`LegacyHTTPClient` (over httpx2
   against uvicorn, or straight into the ASGI app with a disconnect the app can see, since
-  httpx's ASGI transport buffers whole responses) and :class:`LegacyStdio` (a stdio
+  httpx2's ASGI transport buffers whole responses) and :class:`LegacyStdio` (a stdio
   subprocess). Each routes everything it receives through an :class:`EraChecker`.
 """
 
@@ -312,7 +312,7 @@ class Exchange:
 
 
 class HTTPXExchange(Exchange):
-    """Over a real socket (uvicorn), with httpx streaming."""
+    """Over a real socket (uvicorn), with httpx2 streaming."""
 
     def __init__(self, response: Any) -> None:
         self.response = response
@@ -546,7 +546,7 @@ Opener = Any  # async (method, headers, body) -> Exchange
 class LegacyHTTPClient:
     """A handshake-era Streamable HTTP client driven by hand.
 
-    ``opener(method, headers, body)`` makes one exchange: over httpx (real server) or
+    ``opener(method, headers, body)`` makes one exchange: over httpx2 (real server) or
     straight into an ASGI app. After :meth:`initialize`, every request carries the
     session id and ``MCP-Protocol-Version`` unless told otherwise.
     """

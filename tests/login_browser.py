@@ -14,7 +14,7 @@ import os
 import sys
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
+import httpx2
 
 from oidc_server import drive_login
 
@@ -22,7 +22,7 @@ from oidc_server import drive_login
 async def main(url: str) -> None:
     redirect_uri = parse_qs(urlsplit(url).query)["redirect_uri"][0]
     back = await drive_login(url, redirect_uri)
-    async with httpx.AsyncClient(trust_env=False, timeout=10) as browser:
+    async with httpx2.AsyncClient(trust_env=False, timeout=10) as browser:
         (await browser.get(back)).raise_for_status()
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
-import httpx
+import httpx2
 
 import npm_cache
 from wire_helpers import ROOT
@@ -100,10 +100,10 @@ class OAuthClient:
     client_secret: str | None = None
 
     @property
-    def auth(self) -> httpx.BasicAuth:
+    def auth(self) -> httpx2.BasicAuth:
         """``client_secret_basic`` credentials (confidential clients only)."""
         assert self.client_secret is not None, f"{self.client_id} is a public client"
-        return httpx.BasicAuth(self.client_id, self.client_secret)
+        return httpx2.BasicAuth(self.client_id, self.client_secret)
 
 
 def pkce_pair() -> tuple[str, str]:
@@ -113,7 +113,7 @@ def pkce_pair() -> tuple[str, str]:
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def _answer(response: httpx.Response, what: str) -> Any:
+def _answer(response: httpx2.Response, what: str) -> Any:
     """The JSON body of a 2xx answer; otherwise an assertion naming ``what`` and the body."""
     assert response.is_success, f"{what}: HTTP {response.status_code}: {response.text[:2000]}"
     return response.json()
@@ -135,7 +135,7 @@ class AuthorizationServer:
     """Confidential, no grants: may introspect any token (others only their own)."""
     public: OAuthClient
     """Public native app: authorization code + PKCE S256, redirect ``http://127.0.0.1:*/callback``."""
-    http: httpx.AsyncClient = field(repr=False)
+    http: httpx2.AsyncClient = field(repr=False)
 
     @property
     def jwks_uri(self) -> str:
@@ -172,7 +172,7 @@ class AuthorizationServer:
         response = await self.http.post(
             self.token_endpoint,
             data=dict(data),
-            auth=client.auth if client is not None else httpx.USE_CLIENT_DEFAULT,
+            auth=client.auth if client is not None else httpx2.USE_CLIENT_DEFAULT,
         )
         return dict(_answer(response, f"token request {dict(data)}"))
 
@@ -283,7 +283,7 @@ class AuthorizationServer:
         response = await self.http.post(
             self.revocation_endpoint,
             data=data,
-            auth=client.auth if client.client_secret is not None else httpx.USE_CLIENT_DEFAULT,
+            auth=client.auth if client.client_secret is not None else httpx2.USE_CLIENT_DEFAULT,
         )
         assert response.is_success, f"revocation: HTTP {response.status_code}: {response.text}"
 
@@ -346,7 +346,7 @@ async def drive_login(
     """
     async with (
         asyncio.timeout(REQUEST_TIMEOUT),
-        httpx.AsyncClient(trust_env=False, timeout=REQUEST_TIMEOUT) as browser,
+        httpx2.AsyncClient(trust_env=False, timeout=REQUEST_TIMEOUT) as browser,
     ):
         response = await browser.get(authorization_url)
         for _ in range(MAX_LOGIN_STEPS):
@@ -467,7 +467,7 @@ async def authorization_server(
     running.drain = asyncio.create_task(running.collect_stderr())
     try:
         issuer = await running.ready()
-        async with httpx.AsyncClient(trust_env=False, timeout=REQUEST_TIMEOUT) as http:
+        async with httpx2.AsyncClient(trust_env=False, timeout=REQUEST_TIMEOUT) as http:
             discovery = await http.get(f"{issuer}/.well-known/openid-configuration")
             assert discovery.is_success, (
                 f"discovery: HTTP {discovery.status_code}; stderr:\n{running.tail()}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client as OfficialClient
 
@@ -295,8 +295,8 @@ def test_bad_app_links_are_refused_when_registering_the_tool(
 
 
 async def legacy_post(
-    http: httpx.AsyncClient, message: dict[str, Any], session: str | None = None
-) -> tuple[httpx.Response, dict[str, Any]]:
+    http: httpx2.AsyncClient, message: dict[str, Any], session: str | None = None
+) -> tuple[httpx2.Response, dict[str, Any]]:
     """One handshake-era POST; its JSON-RPC answer, checked against the 2025-11-25 schema."""
     headers = {"Accept": "application/json, text/event-stream"}
     if session is not None:

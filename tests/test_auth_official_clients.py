@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -120,7 +119,7 @@ class Stack:
         assert f"Uvicorn running on http://127.0.0.1:{self.server.port}" in log, log
         assert '"POST /mcp HTTP/1.1" 401' in log, log
         assert '"POST /mcp HTTP/1.1" 200' in log, log
-        assert f"GET {self.issuer.jwks_uri}" in log, log  # httpx's log of the key fetch
+        assert f"GET {self.issuer.jwks_uri}" in log, log  # httpx2's log of the key fetch
         for token in tokens:
             _, payload, signature = token.split(".")
             assert len(payload) > 100, token
@@ -351,7 +350,7 @@ async def test_the_python_client_registers_logs_in_with_pkce_and_calls_a_tool_as
 
     issuer = stack.issuer
     # What the 401 pointed the client at (here and at the bare well-known path).
-    async with httpx.AsyncClient(trust_env=False, timeout=TIMEOUT) as http:
+    async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as http:
         documents = [
             (await http.get(url)).json()
             for url in (stack.metadata_url, stack.metadata_url.removesuffix("/mcp"))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import jwt
 import pytest
 import pytest_asyncio
@@ -85,7 +85,7 @@ NO_KEYS = "The issuer's keys could not be fetched"
 class Deployment:
     oidc: AuthorizationServer
     base: str  # http://127.0.0.1:<port> of the MCP server
-    http: httpx.AsyncClient  # to the MCP server
+    http: httpx2.AsyncClient  # to the MCP server
     log: Path  # its stdout and stderr
     slow: socket.socket  # listens, never accepts
     good: str  # a client credentials JWT for /jwt/mcp with notes:read
@@ -159,7 +159,7 @@ async def deployed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[De
             }
             async with (
                 mcp_server(port, env, log),
-                httpx.AsyncClient(base_url=base, timeout=TIMEOUT, trust_env=False) as http,
+                httpx2.AsyncClient(base_url=base, timeout=TIMEOUT, trust_env=False) as http,
             ):
                 good = await oidc.client_credentials_token(base + JWT, [READ])
                 yield Deployment(oidc, base, http, log, slow, good,

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -115,7 +115,7 @@ def bearer(method: str, name: str | None, credential: str | None) -> dict[str, s
     return headers
 
 
-def challenge(reply: Reply | httpx.Response) -> str:
+def challenge(reply: Reply | httpx2.Response) -> str:
     return reply.headers["www-authenticate"]
 
 

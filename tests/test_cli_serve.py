@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -56,9 +56,9 @@ def greeting() -> dict:
 def tool_names(url: str) -> list[str] | None:
     """The tools the server at ``url`` lists; ``None`` while it is not answering."""
     try:
-        response = httpx.post(url, content=encode(request(1, "tools/list")),
+        response = httpx2.post(url, content=encode(request(1, "tools/list")),
                               headers=mcp_headers("tools/list"), timeout=5)  # fmt: skip
-    except httpx.TransportError:
+    except httpx2.TransportError:
         return None  # between two server processes
     if response.status_code != 200:
         return None
@@ -256,7 +256,7 @@ def test_dev_serves_the_page_and_the_endpoint_from_one_process(tmp_path: Path) -
     app.write_text(FIRST)
     command = [sys.executable, "-m", "mcpserve.cli", "dev", str(app), "--port", "{port}"]
     with http_server_process(tmp_path, args=command) as served:
-        page = httpx.get(f"http://127.0.0.1:{served.port}/", timeout=5)
+        page = httpx2.get(f"http://127.0.0.1:{served.port}/", timeout=5)
         assert page.status_code == 200
         assert page.headers["content-type"].startswith("text/html")
         assert tool_names(served.url) == ["first"]

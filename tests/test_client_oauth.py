@@ -1,6 +1,6 @@
 """The OAuth client against broken and hostile servers, and its parts on their own.
 
-A fake deployment behind ``httpx.MockTransport`` (no sockets): an MCP endpoint at
+A fake deployment behind ``httpx2.MockTransport`` (no sockets): an MCP endpoint at
 ``https://mcp.example/mcp`` that answers 401 until it sees the token its fake authorization
 server ``https://auth.example`` issued, and whatever metadata each test sets. Each test
 breaks one thing (an issuer that differs, a resource for another server, garbage, 500s,
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Client, ClientCredentials, JWTBearer, MCPError, OAuth, OAuthError, Server
@@ -42,11 +42,11 @@ PRM = "https://mcp.example/.well-known/oauth-protected-resource/mcp"
 REDIRECT = "http://127.0.0.1:8765/callback"
 GOOD = "the-good-token"
 
-Handler = Callable[[httpx.Request], httpx.Response]
+Handler = Callable[[httpx2.Request], httpx2.Response]
 
 
-def json_response(document: Any, status: int = 200) -> httpx.Response:
-    return httpx.Response(status, json=document)
+def json_response(document: Any, status: int = 200) -> httpx2.Response:
+    return httpx2.Response(status, json=document)
 
 
 def issuer_metadata(**changes: Any) -> dict[str, Any]:
@@ -67,8 +67,8 @@ def issuer_metadata(**changes: Any) -> dict[str, Any]:
 class Fake:
     """The fake deployment: routes by ``METHOD url`` (no query), every request kept."""
 
-    routes: dict[str, Handler | httpx.Response] = field(default_factory=dict)
-    seen: list[httpx.Request] = field(default_factory=list)
+    routes: dict[str, Handler | httpx2.Response] = field(default_factory=dict)
+    seen: list[httpx2.Request] = field(default_factory=list)
     challenge: str = f'Bearer error="invalid_token", resource_metadata="{PRM}", scope="read"'
     authorizations: list[str] = field(default_factory=list)
     #: What the fake authorization server adds to its redirect (``iss``, ``error``...).
@@ -85,20 +85,20 @@ class Fake:
             {"access_token": GOOD, "token_type": "Bearer", "expires_in": 3600}))  # fmt: skip
         self.routes.setdefault(f"POST {MCP}", self.mcp)
 
-    def mcp(self, request: httpx.Request) -> httpx.Response:
+    def mcp(self, request: httpx2.Request) -> httpx2.Response:
         if request.headers.get("authorization") != f"Bearer {GOOD}":
-            return httpx.Response(401, headers={"WWW-Authenticate": self.challenge})
+            return httpx2.Response(401, headers={"WWW-Authenticate": self.challenge})
         message = json.loads(request.content)
         result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                   "serverInfo": {"name": "fake", "version": "1"}}  # fmt: skip
         return json_response({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
-    def handle(self, request: httpx.Request) -> httpx.Response:
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
         self.seen.append(request)
         url = str(request.url.copy_with(query=None))
         route = self.routes.get(f"{request.method} {url}")
         if route is None:
-            return httpx.Response(404, text="not found")
+            return httpx2.Response(404, text="not found")
         return route(request) if callable(route) else route
 
     async def authorize(self, url: str) -> str:
@@ -113,7 +113,7 @@ class Fake:
         return OAuth(redirect_uri=REDIRECT, on_authorize=self.authorize, **options)
 
     def client(self, auth: Any) -> Client:
-        pool = httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
+        pool = httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle))
         return Client.http(MCP, http_client=pool, auth=auth, timeout=10)
 
     def requests_to(self, prefix: str) -> list[str]:
@@ -169,8 +169,8 @@ async def test_garbage_and_missing_resource_metadata_say_what_each_address_answe
     fake = Fake(
         challenge='Bearer resource_metadata="https://mcp.example/custom.json"',
         routes={
-            "GET https://mcp.example/custom.json": httpx.Response(200, text="<html>oops"),
-            f"GET {PRM}": httpx.Response(500, text="boom"),
+            "GET https://mcp.example/custom.json": httpx2.Response(200, text="<html>oops"),
+            f"GET {PRM}": httpx2.Response(500, text="boom"),
         },
     )
     error = await connect_fails(fake, fake.oauth(), "No protected resource metadata")
@@ -187,7 +187,7 @@ async def test_metadata_without_authorization_servers_is_not_metadata() -> None:
 
 
 async def test_an_authorization_server_answering_500_is_named_with_each_address() -> None:
-    fake = Fake(routes={f"GET {AS}/.well-known/oauth-authorization-server": httpx.Response(500)})
+    fake = Fake(routes={f"GET {AS}/.well-known/oauth-authorization-server": httpx2.Response(500)})
     error = await connect_fails(fake, fake.oauth(), "No usable metadata")
     assert "oauth-authorization-server answered 500" in str(error)
     assert "openid-configuration answered 404" in str(error)
@@ -216,7 +216,7 @@ async def test_a_refused_grant_raises_the_servers_error_code_and_description() -
 
 
 async def test_a_token_endpoint_answering_html_says_so_without_the_body() -> None:
-    fake = Fake(routes={f"POST {AS}/token": httpx.Response(502, text="<h1>Bad gateway</h1>")})
+    fake = Fake(routes={f"POST {AS}/token": httpx2.Response(502, text="<h1>Bad gateway</h1>")})
     error = await connect_fails(fake, fake.oauth(), "answered HTTP 502 without an OAuth answer")
     assert "Bad gateway" not in str(error)
 
@@ -275,7 +275,7 @@ def test_the_iss_rules_of_the_authorization_response() -> None:
 
 async def test_a_fresh_token_refused_again_ends_with_the_servers_description() -> None:
     fake = Fake(challenge='Bearer error="invalid_token", error_description="wrong audience"')
-    fake.routes[f"POST {MCP}"] = httpx.Response(
+    fake.routes[f"POST {MCP}"] = httpx2.Response(
         401, headers={"WWW-Authenticate": fake.challenge}
     )  # always refused
     await connect_fails(fake, fake.oauth(), "refused the access token just obtained .*audience")
@@ -286,13 +286,13 @@ async def test_step_up_stops_when_the_challenge_asks_for_scopes_already_held() -
     fake = Fake()
     step_ups: list[str] = []
 
-    def mcp(request: httpx.Request) -> httpx.Response:
+    def mcp(request: httpx2.Request) -> httpx2.Response:
         message = json.loads(request.content)
         if message["method"] != "tools/call" or request.headers.get("authorization") is None:
             return fake.mcp(request)
         step_ups.append(request.headers["authorization"])
         error = {"code": -32010, "message": "Insufficient scope: admin"}
-        return httpx.Response(
+        return httpx2.Response(
             403,
             headers={"WWW-Authenticate": 'Bearer error="insufficient_scope", scope="admin"'},
             json={"jsonrpc": "2.0", "id": message["id"], "error": error},
@@ -345,7 +345,7 @@ async def test_well_known_addresses_are_tried_in_the_specs_order() -> None:
         challenge='Bearer scope="read"',
         redirect_extra={"iss": tenant},
         routes={
-            f"GET {PRM}": httpx.Response(404),
+            f"GET {PRM}": httpx2.Response(404),
             "GET https://mcp.example/.well-known/oauth-protected-resource": json_response(
                 {"resource": "https://mcp.example", "authorization_servers": [tenant]}),
             f"GET {AS}/tenant1/.well-known/openid-configuration": json_response(
@@ -400,7 +400,7 @@ async def test_the_loopback_listener_answers_the_redirect_and_nothing_else() -> 
         assert uri.startswith("http://127.0.0.1:")
         assert uri.endswith("/callback")
         waiting = asyncio.ensure_future(session.authorize("https://auth.example/authorize"))
-        async with httpx.AsyncClient(trust_env=False) as browser:
+        async with httpx2.AsyncClient(trust_env=False) as browser:
             origin = uri.removesuffix("/callback")
             assert (await browser.get(f"{origin}/favicon.ico")).status_code == 404
             page = await browser.get(f"{uri}?code=c&state=s")

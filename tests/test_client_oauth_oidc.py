@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import httpx
+import httpx2
 import pytest
 import pytest_asyncio
 import uvicorn
@@ -152,7 +152,7 @@ class Recorded:
     authorization_urls: list[str] = field(default_factory=list)
     tokens_seen: list[str] = field(default_factory=list)
 
-    async def on_response(self, response: httpx.Response) -> None:
+    async def on_response(self, response: httpx2.Response) -> None:
         request = response.request
         form: dict[str, str] = {}
         if request.headers.get("content-type", "").startswith("application/x-www-form"):
@@ -172,10 +172,10 @@ class Recorded:
             )
         )
 
-    def pool(self) -> httpx.AsyncClient:
-        timeout = httpx.Timeout(30.0, read=None)
+    def pool(self) -> httpx2.AsyncClient:
+        timeout = httpx2.Timeout(30.0, read=None)
         hooks = {"response": [self.on_response]}
-        return httpx.AsyncClient(timeout=timeout, trust_env=False, event_hooks=hooks)
+        return httpx2.AsyncClient(timeout=timeout, trust_env=False, event_hooks=hooks)
 
     async def browser(self, url: str) -> str:
         self.authorization_urls.append(url)
@@ -351,13 +351,13 @@ async def test_dynamic_registration_asks_for_a_native_public_client_without_scop
 ) -> None:
     bodies: list[bytes] = []
 
-    async def keep(request: httpx.Request) -> None:
+    async def keep(request: httpx2.Request) -> None:
         if request.url.path == "/reg":
             bodies.append(request.content)
 
     recorded = Recorded()
     async with (
-        httpx.AsyncClient(trust_env=False, event_hooks={"request": [keep]}) as pool,
+        httpx2.AsyncClient(trust_env=False, event_hooks={"request": [keep]}) as pool,
         Client.http(stack.url, http_client=pool, auth=user_oauth(recorded)) as client,
     ):
         await client.call_tool("whoami")
@@ -477,7 +477,7 @@ async def test_the_default_loopback_listener_receives_the_redirect(stack: Stack)
         recorded.authorization_urls.append(url)
         redirect = query(url)["redirect_uri"]
         callback = await drive_login(url, redirect)
-        async with httpx.AsyncClient(trust_env=False) as browser:
+        async with httpx2.AsyncClient(trust_env=False) as browser:
             pages.append((await browser.get(callback)).status_code)
 
     auth = OAuth(on_authorize=LoopbackRedirect(open_browser=open_browser, timeout=30))
@@ -505,7 +505,7 @@ async def test_one_oauth_shared_by_clients_at_once_authorizes_once(stack: Stack)
 async def test_nothing_secret_is_logged(stack: Stack, caplog: pytest.LogCaptureFixture) -> None:
     recorded = Recorded()
     machine = stack.oidc.machine
-    # Everything of the client (mcpserve at DEBUG, httpx's request lines); not httpcore's
+    # Everything of the client (mcpserve at DEBUG, httpx2's request lines); not httpcore2's
     # DEBUG, which shows the test browser's redirects, with the code the server issued.
     caplog.set_level(logging.INFO)
     caplog.set_level(logging.DEBUG, logger="mcpserve")

@@ -30,7 +30,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated
@@ -120,7 +120,7 @@ async def modern(
     if capabilities is not None:
         message["params"]["_meta"][CAPABILITIES_KEY] = capabilities
     message["params"].update(params)
-    async with httpx.AsyncClient(base_url=instance.base_url, timeout=TIMEOUT) as http:
+    async with httpx2.AsyncClient(base_url=instance.base_url, timeout=TIMEOUT) as http:
         return await post(http, message)
 
 
@@ -153,7 +153,7 @@ class Steered:
     Messages are checked against the era's schema (``legacy_schema.EraChecker``).
     """
 
-    def __init__(self, https: dict[int, httpx.AsyncClient]) -> None:
+    def __init__(self, https: dict[int, httpx2.AsyncClient]) -> None:
         self.https = https
         self.to = next(iter(https.values()))
         self.legacy = LegacyHTTPClient(self._open)
@@ -169,7 +169,7 @@ class Steered:
 @asynccontextmanager
 async def steered(where: Cluster) -> AsyncIterator[Steered]:
     https = {
-        instance.number: httpx.AsyncClient(base_url=instance.base_url, timeout=TIMEOUT)
+        instance.number: httpx2.AsyncClient(base_url=instance.base_url, timeout=TIMEOUT)
         for instance in where.instances
     }
     steer = Steered(https)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import httpx
+import httpx2
 import pytest
 from pydantic import BaseModel, Field
 
@@ -364,7 +364,7 @@ def endpoint_names(dev: Dev, method: str, key: str, field: str) -> list[str]:
     }
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
-    answer = httpx.post(dev.endpoint, json=body, headers=headers, timeout=10).json()
+    answer = httpx2.post(dev.endpoint, json=body, headers=headers, timeout=10).json()
     return [item[field] for item in answer["result"][key]]
 
 
@@ -377,13 +377,13 @@ def test_serve_dev_prints_both_urls_serves_page_and_endpoint_and_stops_on_ctrl_c
         assert started.page.endswith("/")
         assert started.endpoint == started.page + "mcp"
         assert started.output[0].startswith("mcpserve dev: dev-page-test 3.1.4")
-        html = httpx.get(started.page, timeout=10)
+        html = httpx2.get(started.page, timeout=10)
         assert html.headers["content-type"].startswith("text/html")
         assert "default-src 'none'" in html.headers["content-security-policy"]
         assert '<meta name="mcp-endpoint" content="/mcp">' in html.text
-        script = httpx.get(started.page + "dev/app.js", timeout=10)
+        script = httpx2.get(started.page + "dev/app.js", timeout=10)
         assert script.headers["content-type"].startswith("text/javascript")
-        assert httpx.post(started.page + "dev/app.js", timeout=10).status_code == 405
+        assert httpx2.post(started.page + "dev/app.js", timeout=10).status_code == 405
         assert "forecast" in endpoint_names(started, "tools/list", "tools", "name")
     finally:
         code = stop(started)
@@ -644,7 +644,7 @@ def test_cancelling_a_task_sends_tasks_cancel(page: Browser, dev: Dev) -> None:
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get", "Mcp-Name": task_id}
     deadline = time.monotonic() + 10
     while True:  # the server ends the task once it has the page's tasks/cancel
-        task = httpx.post(dev.endpoint, json=body, headers=headers, timeout=10).json()["result"]
+        task = httpx2.post(dev.endpoint, json=body, headers=headers, timeout=10).json()["result"]
         if task["status"] == "cancelled" or time.monotonic() > deadline:
             break
         time.sleep(0.05)

@@ -10,7 +10,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Server
@@ -29,9 +29,9 @@ def small_server() -> Server:
     return server
 
 
-async def get(app: Any, path: str, method: str = "GET", **options: Any) -> httpx.Response:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+async def get(app: Any, path: str, method: str = "GET", **options: Any) -> httpx2.Response:
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         return await client.request(method, path, **options)
 
 

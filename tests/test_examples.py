@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Client, MCPError
@@ -547,7 +547,7 @@ async def test_fastapi_app_under_uvicorn_serves_health_and_mcp(tmp_path: Path) -
                "--host", "127.0.0.1", "--port", "{port}"]  # fmt: skip
     with http_server_process(tmp_path, args=command) as served:
         base = f"http://127.0.0.1:{served.port}"
-        async with httpx.AsyncClient(base_url=base, timeout=15) as http:
+        async with httpx2.AsyncClient(base_url=base, timeout=15) as http:
             health = await http.get("/health")
             assert health.status_code == 200
             assert health.json() == {"status": "ok"}

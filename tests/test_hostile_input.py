@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from legacy_schema import initialize_message, legacy_request
@@ -174,14 +174,14 @@ def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPServerProcess
 
 
 @pytest.fixture
-async def client(http: HTTPServerProcess) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http.port}", timeout=15) as c:
+async def client(http: HTTPServerProcess) -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{http.port}", timeout=15) as c:
         yield c
 
 
 @pytest.mark.parametrize(("case", "body", "expected"), CASES, ids=[c[0] for c in CASES])
 async def test_http_answers_each_hostile_body_without_a_5xx(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     http: HTTPServerProcess,
     case: str,
     body: bytes,
@@ -254,7 +254,7 @@ async def test_stdio_session_survives_ids_that_are_lists_or_objects() -> None:
 
 
 async def test_http_session_survives_ids_that_are_lists_or_objects(
-    client: httpx.AsyncClient, http: HTTPServerProcess
+    client: httpx2.AsyncClient, http: HTTPServerProcess
 ) -> None:
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     started = await client.post("/mcp", json=initialize_message(0, "2025-11-25"), headers=headers)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Client
@@ -412,7 +412,7 @@ async def test_closing_a_handshake_era_client_deletes_its_session(dual: Recorded
     gone = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25",
                "accept": "application/json, text/event-stream"}  # fmt: skip
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         answer = await http.post(dual.url, json=gone, headers=headers)
     assert answer.status_code == 404
 
@@ -430,7 +430,7 @@ async def test_a_session_the_server_forgot_is_started_again_and_the_request_sent
             assert first
             # The server forgets the session (here another client ends it, as a restart would).
             headers = {"mcp-session-id": first, "mcp-protocol-version": "2025-11-25"}
-            async with httpx.AsyncClient() as http:
+            async with httpx2.AsyncClient() as http:
                 assert (await http.delete(dual.url, headers=headers)).status_code == 200
             result = await client.call_tool("add", {"a": 1, "b": 2})
             assert result["structuredContent"] == {"total": 3}
@@ -452,16 +452,16 @@ async def test_a_session_the_server_forgot_is_started_again_and_the_request_sent
                          "tools/call"]  # fmt: skip
 
 
-class RefusesInitialize(httpx.AsyncHTTPTransport):
+class RefusesInitialize(httpx2.AsyncHTTPTransport):
     """A real transport that cannot reach the server for the next ``refusals`` handshakes,
     as when the server is restarting."""
 
     refusals = 0
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self.refusals and request.method == "POST" and b'"initialize"' in request.content:
             self.refusals -= 1
-            raise httpx.ConnectError("connection refused", request=request)
+            raise httpx2.ConnectError("connection refused", request=request)
         return await super().handle_async_request(request)
 
 
@@ -471,13 +471,13 @@ async def test_a_session_that_could_not_be_renewed_is_renewed_by_the_next_reques
     start = len(dual.exchanges())
     transport = RefusesInitialize()
     async with (
-        httpx.AsyncClient(transport=transport) as http,
+        httpx2.AsyncClient(transport=transport) as http,
         Client.http(dual.url, protocol_version="2025-11-25", http_client=http) as client,
     ):
         assert isinstance(client.connection, HTTPConnection)
         first = client.connection.session_id
         headers = {"mcp-session-id": first or "", "mcp-protocol-version": "2025-11-25"}
-        async with httpx.AsyncClient() as other:
+        async with httpx2.AsyncClient() as other:
             assert (await other.delete(dual.url, headers=headers)).status_code == 200
         transport.refusals = 1
         with pytest.raises(ConnectionError, match="connection refused"):

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Client, MCPError
@@ -49,12 +49,12 @@ def text(result: dict[str, Any]) -> str:
 
 
 async def test_annotated_arguments_are_mirrored_into_headers(basic: HTTPServerProcess) -> None:
-    sent: list[httpx.Request] = []
+    sent: list[httpx2.Request] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         sent.append(request)
 
-    http = httpx.AsyncClient(event_hooks={"request": [record]})
+    http = httpx2.AsyncClient(event_hooks={"request": [record]})
     async with http, Client.http(basic.url, http_client=http) as client:
         await client.list_tools()
         result = await client.call_tool("execute_sql", {"region": "Zürich", "query": "q"})
@@ -70,10 +70,10 @@ async def test_a_call_to_a_tool_never_listed_lists_the_tools_and_goes_again(
 ) -> None:
     methods: list[str] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         methods.append(request.headers.get("mcp-method", request.method))
 
-    http = httpx.AsyncClient(event_hooks={"request": [record]})
+    http = httpx2.AsyncClient(event_hooks={"request": [record]})
     async with http, Client.http(basic.url, http_client=http) as client:
         result = await client.call_tool("execute_sql", {"region": "eu", "query": "q"})
     assert text(result) == "eu: q"

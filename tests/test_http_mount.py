@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -41,8 +41,8 @@ def mounted() -> Starlette:
 
 @pytest.mark.parametrize("path", ["/api/mcp", "/api/mcp/"])
 async def test_app_mounted_in_starlette_answers_under_its_prefix(path: str) -> None:
-    transport = httpx.ASGITransport(app=mounted())
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+    transport = httpx2.ASGITransport(app=mounted())
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         response = await client.post(path, headers=HEADERS, json=call("hi"))
     assert response.status_code == 200
     body = response.json()
@@ -51,7 +51,7 @@ async def test_app_mounted_in_starlette_answers_under_its_prefix(path: str) -> N
 
 
 async def test_paths_outside_the_endpoint_are_404_when_mounted() -> None:
-    transport = httpx.ASGITransport(app=mounted())
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+    transport = httpx2.ASGITransport(app=mounted())
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         response = await client.post("/api/other", headers=HEADERS, json=call("hi"))
     assert response.status_code == 404

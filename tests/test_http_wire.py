@@ -1,6 +1,6 @@
 """Streamable HTTP on the wire: every check of ``transports/http.py``, valid and hostile.
 
-Most cases go through ``httpx.ASGITransport`` (fast, in process); a smaller set runs against
+Most cases go through ``httpx2.ASGITransport`` (fast, in process); a smaller set runs against
 a real uvicorn subprocess on 127.0.0.1. Every JSON body and SSE event received is validated
 against the official 2026-07-28 schema (``wire_helpers.decode_reply``).
 """
@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Auth, Server
@@ -53,7 +53,7 @@ def text_of(reply: Reply) -> str:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
+async def client() -> AsyncIterator[httpx2.AsyncClient]:
     async with asgi_client(server.http_app()) as http:
         yield http
 
@@ -90,7 +90,7 @@ def assert_error(
 # =========================================================================== the happy path
 
 
-async def test_discover_and_list_over_http(client: httpx.AsyncClient) -> None:
+async def test_discover_and_list_over_http(client: httpx2.AsyncClient) -> None:
     reply = await post(client, request("d", "server/discover"))
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
@@ -104,7 +104,7 @@ async def test_discover_and_list_over_http(client: httpx.AsyncClient) -> None:
     assert "execute_sql" in names
 
 
-async def test_plain_tool_answers_json(client: httpx.AsyncClient) -> None:
+async def test_plain_tool_answers_json(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(2, "add", {"a": 1, "b": 2}))
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
@@ -113,7 +113,7 @@ async def test_plain_tool_answers_json(client: httpx.AsyncClient) -> None:
     assert reply.message["id"] == 2
 
 
-async def test_resources_prompts_completion(client: httpx.AsyncClient) -> None:
+async def test_resources_prompts_completion(client: httpx2.AsyncClient) -> None:
     reply = await post(client, request(1, "resources/read", {"uri": "file:///a.txt"}))
     assert reply.result["contents"][0]["text"] == "hello from a.txt"
     reply = await post(client, request(2, "resources/templates/list"))
@@ -137,7 +137,7 @@ async def test_resources_prompts_completion(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize("request_id", [0, "", "0", -7, "x" * 300, 2**64, -(10**30)])
-async def test_ids_echoed_with_type(client: httpx.AsyncClient, request_id: Any) -> None:
+async def test_ids_echoed_with_type(client: httpx2.AsyncClient, request_id: Any) -> None:
     reply = await post(client, call(request_id, "echo", {"text": "id"}))
     assert same_id(reply.message["id"], request_id)
     assert json.loads(reply.body)["id"] == request_id  # digit for digit, not a float
@@ -147,21 +147,21 @@ async def test_ids_echoed_with_type(client: httpx.AsyncClient, request_id: Any) 
 
 
 @pytest.mark.parametrize("path", ["/", "/mcpx", "/mcp/x", "/MCP", "/api/mcp", "/mc", "/mcp.json"])
-async def test_wrong_path_is_404(client: httpx.AsyncClient, path: str) -> None:
+async def test_wrong_path_is_404(client: httpx2.AsyncClient, path: str) -> None:
     response = await client.post(
         path, content=encode(ECHO), headers=mcp_headers("tools/call", "echo")
     )
     assert response.status_code == 404
 
 
-async def test_wrong_path_wins_over_everything(client: httpx.AsyncClient) -> None:
+async def test_wrong_path_wins_over_everything(client: httpx2.AsyncClient) -> None:
     response = await client.get(
         "/nope", headers={"host": "evil.example", "origin": "https://evil.example"}
     )
     assert response.status_code == 404
 
 
-async def test_trailing_slash_path_works(client: httpx.AsyncClient) -> None:
+async def test_trailing_slash_path_works(client: httpx2.AsyncClient) -> None:
     reply = await post(client, ECHO, path="/mcp/")
     assert reply.status == 200
     assert text_of(reply) == "hi"
@@ -192,7 +192,7 @@ async def test_custom_path() -> None:
         "LOCALHOST:9",
     ],
 )
-async def test_loopback_hosts_allowed(client: httpx.AsyncClient, host: str) -> None:
+async def test_loopback_hosts_allowed(client: httpx2.AsyncClient, host: str) -> None:
     headers = {**mcp_headers("tools/call", "echo"), "host": host}
     reply = await post(client, ECHO, headers)
     assert reply.status == 200
@@ -211,7 +211,7 @@ async def test_loopback_hosts_allowed(client: httpx.AsyncClient, host: str) -> N
         "127.0.0.1@evil.example",
     ],
 )
-async def test_foreign_host_is_421(client: httpx.AsyncClient, host: str) -> None:
+async def test_foreign_host_is_421(client: httpx2.AsyncClient, host: str) -> None:
     headers = {**mcp_headers("tools/call", "echo"), "host": host}
     reply = await post(client, ECHO, headers)
     error = assert_error(reply, 421, -32600, has_id=False)
@@ -227,7 +227,7 @@ async def test_missing_host_is_421() -> None:
     assert "Host" in message["error"]["message"]
 
 
-async def test_host_checked_before_method(client: httpx.AsyncClient) -> None:
+async def test_host_checked_before_method(client: httpx2.AsyncClient) -> None:
     response = await client.get("/mcp", headers={"host": "evil.example"})
     assert response.status_code == 421
 
@@ -315,7 +315,7 @@ async def test_env_public_url(monkeypatch: pytest.MonkeyPatch) -> None:
     "origin",
     ["http://localhost:5173", "http://127.0.0.1", "https://localhost", "http://[::1]:3000"],
 )
-async def test_loopback_origins_allowed(client: httpx.AsyncClient, origin: str) -> None:
+async def test_loopback_origins_allowed(client: httpx2.AsyncClient, origin: str) -> None:
     reply = await post(client, ECHO, {**mcp_headers("tools/call", "echo"), "origin": origin})
     assert reply.status == 200
     assert text_of(reply) == "hi"
@@ -342,14 +342,14 @@ async def test_loopback_origins_allowed(client: httpx.AsyncClient, origin: str) 
         "http://[::1",
     ],
 )
-async def test_foreign_origin_is_403_naming_it(client: httpx.AsyncClient, origin: str) -> None:
+async def test_foreign_origin_is_403_naming_it(client: httpx2.AsyncClient, origin: str) -> None:
     reply = await post(client, ECHO, {**mcp_headers("tools/call", "echo"), "origin": origin})
     error = assert_error(reply, 403, -32600, has_id=False)
     assert repr(origin) in error["message"] or origin in error["message"]
     assert error["message"].startswith("Forbidden")
 
 
-async def test_origin_checked_before_method(client: httpx.AsyncClient) -> None:
+async def test_origin_checked_before_method(client: httpx2.AsyncClient) -> None:
     response = await client.get("/mcp", headers={"origin": "https://evil.example"})
     assert response.status_code == 403
     assert "https://evil.example" in response.json()["error"]["message"]
@@ -425,7 +425,7 @@ async def test_authenticate_hook_rejection_is_401(credentials: str | None) -> No
         assert b"alice" not in reply.body
 
 
-async def test_without_hook_callers_are_anonymous(client: httpx.AsyncClient) -> None:
+async def test_without_hook_callers_are_anonymous(client: httpx2.AsyncClient) -> None:
     headers = {**mcp_headers("tools/call", "principal"), "authorization": "Bearer good-token"}
     assert text_of(await post(client, WHO, headers)) == "anonymous"
 
@@ -454,7 +454,7 @@ async def test_auth_runs_after_host_and_origin_and_before_method() -> None:
 
 
 @pytest.mark.parametrize("verb", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"])
-async def test_other_methods_are_405_allow_post(client: httpx.AsyncClient, verb: str) -> None:
+async def test_other_methods_are_405_allow_post(client: httpx2.AsyncClient, verb: str) -> None:
     headers = {**mcp_headers("tools/list"), "accept": "text/event-stream"}
     response = await client.request(verb, "/mcp", headers=headers)
     assert response.status_code == 405
@@ -464,7 +464,7 @@ async def test_other_methods_are_405_allow_post(client: httpx.AsyncClient, verb:
 
 @pytest.mark.parametrize("verb", ["GET", "DELETE"])
 async def test_get_and_delete_with_an_unknown_session_are_404(
-    client: httpx.AsyncClient, verb: str
+    client: httpx2.AsyncClient, verb: str
 ) -> None:
     # A dual-era server routes GET/DELETE with a session id to the
     # handshake era, where an unknown session is 404.
@@ -486,7 +486,7 @@ async def test_modern_only_server_answers_get_and_delete_with_a_session_id_405(
     assert response.headers["allow"] == "POST"
 
 
-async def test_method_checked_before_content_type(client: httpx.AsyncClient) -> None:
+async def test_method_checked_before_content_type(client: httpx2.AsyncClient) -> None:
     response = await client.put("/mcp", content=b"<xml/>", headers={"content-type": "text/xml"})
     assert response.status_code == 405
 
@@ -507,7 +507,7 @@ async def test_method_checked_before_content_type(client: httpx.AsyncClient) -> 
     ],
 )
 async def test_non_json_content_type_is_415(
-    client: httpx.AsyncClient, content_type: str | None
+    client: httpx2.AsyncClient, content_type: str | None
 ) -> None:
     headers = mcp_headers("tools/call", "echo")
     headers.pop("content-type")
@@ -527,7 +527,7 @@ async def test_non_json_content_type_is_415(
     ],
 )
 async def test_json_content_type_variants_accepted(
-    client: httpx.AsyncClient, content_type: str
+    client: httpx2.AsyncClient, content_type: str
 ) -> None:
     reply = await post(
         client, ECHO, {**mcp_headers("tools/call", "echo"), "content-type": content_type}
@@ -601,13 +601,13 @@ async def test_size_checked_before_parsing() -> None:
     "body",
     [b"", b"not json", b'{"jsonrpc": "2.0", "id": 1', b"\xff\xfe", b"{'a': 1}", b"{} {}", b"  "],
 )
-async def test_unparsable_body_is_400_parse_error(client: httpx.AsyncClient, body: bytes) -> None:
+async def test_unparsable_body_is_400_parse_error(client: httpx2.AsyncClient, body: bytes) -> None:
     reply = await post(client, None, mcp_headers("tools/call", "echo"), content=body)
     assert_error(reply, 400, -32700, has_id=False)
 
 
 @pytest.mark.parametrize("batch", [[], [ECHO], [ECHO, call(2, "echo", {"text": "b"})]])
-async def test_batch_is_400_invalid_request(client: httpx.AsyncClient, batch: list[Any]) -> None:
+async def test_batch_is_400_invalid_request(client: httpx2.AsyncClient, batch: list[Any]) -> None:
     reply = await post(client, None, mcp_headers("tools/call", "echo"), content=encode(batch))
     error = assert_error(reply, 400, -32600, has_id=False)
     assert "batch" in error["message"]
@@ -630,7 +630,7 @@ async def test_batch_is_400_invalid_request(client: httpx.AsyncClient, batch: li
     ],
 )
 async def test_not_one_request_is_400_invalid_request(
-    client: httpx.AsyncClient, message: Any, echoed: Any
+    client: httpx2.AsyncClient, message: Any, echoed: Any
 ) -> None:
     reply = await post(client, None, mcp_headers("tools/list"), content=encode(message))
     assert_error(reply, 400, -32600, request_id=echoed, has_id=echoed is not None)
@@ -645,7 +645,7 @@ NOTIFICATION = {
 
 @pytest.mark.parametrize("with_method_header", [True, False])
 async def test_notification_is_202_with_empty_body(
-    client: httpx.AsyncClient, with_method_header: bool
+    client: httpx2.AsyncClient, with_method_header: bool
 ) -> None:
     headers = mcp_headers("notifications/cancelled")
     if not with_method_header:
@@ -660,13 +660,13 @@ async def test_notification_is_202_with_empty_body(
     "sent", ["notifications/progress", "NOTIFICATIONS/CANCELLED", "tools/call"]
 )
 async def test_notification_with_mismatched_method_header_is_400(
-    client: httpx.AsyncClient, sent: str
+    client: httpx2.AsyncClient, sent: str
 ) -> None:
     reply = await post(client, NOTIFICATION, mcp_headers(sent))
     assert_error(reply, 400, -32020, has_id=False)
 
 
-async def test_posted_cancel_notification_does_not_cancel(client: httpx.AsyncClient) -> None:
+async def test_posted_cancel_notification_does_not_cancel(client: httpx2.AsyncClient) -> None:
     """Request ids are not unique across HTTP clients, so a POSTed cancel is ignored."""
     slow = asyncio.create_task(post(client, call(2, "sleepy", {"seconds": 0.3, "tag": "kept"})))
     await asyncio.sleep(0.05)
@@ -685,7 +685,7 @@ async def test_posted_cancel_notification_does_not_cancel(client: httpx.AsyncCli
     "missing", [["mcp-protocol-version"], ["mcp-method"], ["mcp-protocol-version", "mcp-method"]]
 )
 async def test_missing_version_or_method_header_is_32020(
-    client: httpx.AsyncClient, missing: list[str]
+    client: httpx2.AsyncClient, missing: list[str]
 ) -> None:
     headers = mcp_headers("tools/list")
     for name in missing:
@@ -695,7 +695,7 @@ async def test_missing_version_or_method_header_is_32020(
     assert "missing" in error["message"]
 
 
-async def test_missing_headers_checked_before_meta(client: httpx.AsyncClient) -> None:
+async def test_missing_headers_checked_before_meta(client: httpx2.AsyncClient) -> None:
     headers = mcp_headers("tools/list")
     headers.pop("mcp-method")
     body = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
@@ -728,7 +728,7 @@ async def test_missing_headers_checked_before_meta(client: httpx.AsyncClient) ->
         {"_meta": "2026-07-28"},
     ],
 )
-async def test_missing_meta_is_400_32602(client: httpx.AsyncClient, params: Any) -> None:
+async def test_missing_meta_is_400_32602(client: httpx2.AsyncClient, params: Any) -> None:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
     if params is not None:
         body["params"] = params
@@ -736,7 +736,7 @@ async def test_missing_meta_is_400_32602(client: httpx.AsyncClient, params: Any)
     assert_error(reply, 400, -32602, request_id=5)
 
 
-async def test_meta_checked_before_version_mismatch(client: httpx.AsyncClient) -> None:
+async def test_meta_checked_before_version_mismatch(client: httpx2.AsyncClient) -> None:
     body = {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}}
     reply = await post(client, body, mcp_headers("tools/list", version="1999-01-01"))
     assert_error(reply, 400, -32602, request_id=5)
@@ -745,7 +745,7 @@ async def test_meta_checked_before_version_mismatch(client: httpx.AsyncClient) -
 # =========================================================================== row 11: header = body
 
 
-async def test_version_header_body_mismatch_is_32020(client: httpx.AsyncClient) -> None:
+async def test_version_header_body_mismatch_is_32020(client: httpx2.AsyncClient) -> None:
     reply = await post(
         client, request(6, "tools/list"), mcp_headers("tools/list", version="2025-06-18")
     )
@@ -753,7 +753,7 @@ async def test_version_header_body_mismatch_is_32020(client: httpx.AsyncClient) 
     assert "MCP-Protocol-Version" in error["message"]
 
 
-async def test_mismatch_checked_before_version_support(client: httpx.AsyncClient) -> None:
+async def test_mismatch_checked_before_version_support(client: httpx2.AsyncClient) -> None:
     body = request(6, "tools/list")
     body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1900-01-01"
     reply = await post(client, body, mcp_headers("tools/list"))
@@ -761,13 +761,13 @@ async def test_mismatch_checked_before_version_support(client: httpx.AsyncClient
 
 
 @pytest.mark.parametrize("sent", ["tools/call", "TOOLS/LIST", "tools/list/", "tools/lis", ""])
-async def test_method_header_mismatch_is_32020(client: httpx.AsyncClient, sent: str) -> None:
+async def test_method_header_mismatch_is_32020(client: httpx2.AsyncClient, sent: str) -> None:
     reply = await post(client, request(6, "tools/list"), mcp_headers(sent))
     error = assert_error(reply, 400, -32020, request_id=6)
     assert "Mcp-Method" in error["message"]
 
 
-async def test_header_values_are_trimmed(client: httpx.AsyncClient) -> None:
+async def test_header_values_are_trimmed(client: httpx2.AsyncClient) -> None:
     headers = mcp_headers(" tools/call\t", " \techo ", version=f"  {VERSION} ")
     reply = await post(client, ECHO, headers)
     assert reply.status == 200
@@ -781,7 +781,7 @@ async def test_header_values_are_trimmed(client: httpx.AsyncClient) -> None:
     "version", ["1900-01-01", "2099-12-31", "2025-11-25", "2026-07-28 ", "latest"]
 )
 async def test_unsupported_version_is_32022_with_data(
-    client: httpx.AsyncClient, version: str
+    client: httpx2.AsyncClient, version: str
 ) -> None:
     body = request(7, "tools/list")
     body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = version
@@ -795,7 +795,7 @@ async def test_unsupported_version_is_32022_with_data(
     assert VERSION in error["data"]["supported"]
 
 
-async def test_version_checked_before_method(client: httpx.AsyncClient) -> None:
+async def test_version_checked_before_method(client: httpx2.AsyncClient) -> None:
     body = request(7, "no/such/method")
     body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1900-01-01"
     reply = await post(client, body, mcp_headers("no/such/method", version="1900-01-01"))
@@ -843,7 +843,7 @@ async def test_legacy_initialize_is_32022_when_legacy_is_off(with_headers: bool)
     ],
 )
 async def test_unknown_method_is_404_32601(
-    client: httpx.AsyncClient, method: str, params: dict[str, Any]
+    client: httpx2.AsyncClient, method: str, params: dict[str, Any]
 ) -> None:
     reply = await post(client, request(8, method, params), mcp_headers(method))
     error = assert_error(reply, 404, -32601, request_id=8)
@@ -853,7 +853,7 @@ async def test_unknown_method_is_404_32601(
 # =========================================================================== row 14: Mcp-Name
 
 
-async def test_missing_mcp_name_is_32020(client: httpx.AsyncClient) -> None:
+async def test_missing_mcp_name_is_32020(client: httpx2.AsyncClient) -> None:
     for message, method in (
         (ECHO, "tools/call"),
         (request(2, "prompts/get", {"name": "greet", "arguments": {"who": "x"}}), "prompts/get"),
@@ -867,7 +867,7 @@ async def test_missing_mcp_name_is_32020(client: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     "sent", ["Echo", "ECHO", "add", "echo2", "=?BASE64?ZWNobw==?=", "=?base64?ZWNobw==", "e cho"]
 )
-async def test_mismatched_mcp_name_is_32020(client: httpx.AsyncClient, sent: str) -> None:
+async def test_mismatched_mcp_name_is_32020(client: httpx2.AsyncClient, sent: str) -> None:
     reply = await post(client, ECHO, mcp_headers("tools/call", sent))
     error = assert_error(reply, 400, -32020, request_id=1)
     assert "Mcp-Name" in error["message"]
@@ -876,13 +876,13 @@ async def test_mismatched_mcp_name_is_32020(client: httpx.AsyncClient, sent: str
 @pytest.mark.parametrize(
     "sent", [" echo", "echo ", "\techo\t", "  echo  ", b64("echo"), f" {b64('echo')} "]
 )
-async def test_mcp_name_trimmed_and_base64_decoded(client: httpx.AsyncClient, sent: str) -> None:
+async def test_mcp_name_trimmed_and_base64_decoded(client: httpx2.AsyncClient, sent: str) -> None:
     reply = await post(client, ECHO, mcp_headers("tools/call", sent))
     assert reply.status == 200
     assert text_of(reply) == "hi"
 
 
-async def test_base64_name_for_non_ascii_uri(client: httpx.AsyncClient) -> None:
+async def test_base64_name_for_non_ascii_uri(client: httpx2.AsyncClient) -> None:
     uri = "file:///notes/café.md"
     header = "=?base64?ZmlsZTovLy9ub3Rlcy9jYWbDqS5tZA==?="
     assert header == b64(uri)
@@ -912,7 +912,7 @@ async def test_base64_name_for_non_ascii_uri(client: httpx.AsyncClient) -> None:
         "=?base64?ZWNobx==?=",  # non-canonical padding bits
     ],
 )
-async def test_bad_base64_name_is_32020(client: httpx.AsyncClient, sent: str) -> None:
+async def test_bad_base64_name_is_32020(client: httpx2.AsyncClient, sent: str) -> None:
     reply = await post(client, ECHO, mcp_headers("tools/call", sent))
     assert_error(reply, 400, -32020, request_id=1)
 
@@ -946,14 +946,14 @@ async def test_control_characters_in_mcp_name_are_32020(raw: bytes) -> None:
     assert "\x1b" not in text
 
 
-async def test_name_checked_before_capabilities(client: httpx.AsyncClient) -> None:
+async def test_name_checked_before_capabilities(client: httpx2.AsyncClient) -> None:
     reply = await post(
         client, call(3, "deploy", {"env": "prod"}), mcp_headers("tools/call", "other")
     )
     assert_error(reply, 400, -32020, request_id=3)
 
 
-async def test_unknown_method_checked_before_name(client: httpx.AsyncClient) -> None:
+async def test_unknown_method_checked_before_name(client: httpx2.AsyncClient) -> None:
     reply = await post(
         client, request(8, "tasks/get", {"taskId": "t1"}), mcp_headers("tasks/get", "t2")
     )
@@ -968,7 +968,7 @@ def sql(region: Any, request_id: Any = 1) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("sent", ["us-west1", " us-west1 ", b64("us-west1")])
-async def test_param_header_present_and_equal(client: httpx.AsyncClient, sent: str) -> None:
+async def test_param_header_present_and_equal(client: httpx2.AsyncClient, sent: str) -> None:
     reply = await post(
         client, sql("us-west1"), mcp_headers("tools/call", "execute_sql", mcp_param_region=sent)
     )
@@ -986,7 +986,7 @@ async def test_param_header_name_is_case_insensitive() -> None:
     assert json.loads(body)["result"]["content"][0]["text"] == "eu: SELECT 1"
 
 
-async def test_param_header_missing_is_32020(client: httpx.AsyncClient) -> None:
+async def test_param_header_missing_is_32020(client: httpx2.AsyncClient) -> None:
     reply = await post(client, sql("us-west1"), mcp_headers("tools/call", "execute_sql"))
     error = assert_error(reply, 400, -32020, request_id=1)
     assert "Mcp-Param-Region" in error["message"]
@@ -995,7 +995,7 @@ async def test_param_header_missing_is_32020(client: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     "sent", ["us-east1", "US-WEST1", "us-west", b64("us-east1"), "=?base64?bad?=", "us-west1\x00"]
 )
-async def test_param_header_mismatch_is_32020(client: httpx.AsyncClient, sent: str) -> None:
+async def test_param_header_mismatch_is_32020(client: httpx2.AsyncClient, sent: str) -> None:
     headers = [
         (k.encode(), v.encode()) for k, v in mcp_headers("tools/call", "execute_sql").items()
     ]
@@ -1009,13 +1009,13 @@ async def test_param_header_mismatch_is_32020(client: httpx.AsyncClient, sent: s
     assert "Mcp-Param-Region" in message["error"]["message"]
 
 
-async def test_param_header_base64_for_non_ascii_value(client: httpx.AsyncClient) -> None:
+async def test_param_header_base64_for_non_ascii_value(client: httpx2.AsyncClient) -> None:
     headers = mcp_headers("tools/call", "execute_sql", mcp_param_region=b64("zürich-1"))
     reply = await post(client, sql("zürich-1"), headers)
     assert text_of(reply) == "zürich-1: SELECT 1"
 
 
-async def test_param_absent_or_null_expects_no_header(client: httpx.AsyncClient) -> None:
+async def test_param_absent_or_null_expects_no_header(client: httpx2.AsyncClient) -> None:
     # null: no header expected; argument validation then reports the bad value as a tool error.
     reply = await post(client, sql(None), mcp_headers("tools/call", "execute_sql"))
     assert reply.status == 200
@@ -1032,7 +1032,7 @@ def shard_call(n: Any, flag: Any = True) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("sent", ["42", "42.0", "4.2e1", "420e-1", " 42 ", b64("42")])
-async def test_integer_param_compares_numerically(client: httpx.AsyncClient, sent: str) -> None:
+async def test_integer_param_compares_numerically(client: httpx2.AsyncClient, sent: str) -> None:
     headers = mcp_headers("tools/call", "shard", mcp_param_shard=sent, mcp_param_flag="true")
     reply = await post(client, shard_call(42), headers)
     assert reply.status == 200
@@ -1042,7 +1042,7 @@ async def test_integer_param_compares_numerically(client: httpx.AsyncClient, sen
 @pytest.mark.parametrize(
     "sent", ["43", "+42", "042", "0x2a", "4_2", "42.5", "forty-two", "", "1e999999999999"]
 )
-async def test_integer_param_mismatch_is_32020(client: httpx.AsyncClient, sent: str) -> None:
+async def test_integer_param_mismatch_is_32020(client: httpx2.AsyncClient, sent: str) -> None:
     headers = mcp_headers("tools/call", "shard", mcp_param_shard=sent, mcp_param_flag="true")
     reply = await post(client, shard_call(42), headers)
     assert_error(reply, 400, -32020, request_id=4)
@@ -1058,7 +1058,7 @@ async def test_integer_param_mismatch_is_32020(client: httpx.AsyncClient, sent: 
         (False, "true", False),
     ],
 )
-async def test_boolean_param(client: httpx.AsyncClient, flag: bool, sent: str, ok: bool) -> None:
+async def test_boolean_param(client: httpx2.AsyncClient, flag: bool, sent: str, ok: bool) -> None:
     headers = mcp_headers("tools/call", "shard", mcp_param_shard="7", mcp_param_flag=sent)
     reply = await post(client, shard_call(7, flag), headers)
     if ok:
@@ -1069,7 +1069,7 @@ async def test_boolean_param(client: httpx.AsyncClient, flag: bool, sent: str, o
 
 
 async def test_string_sent_for_integer_param_matches_then_fails_validation(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
 ) -> None:
     headers = mcp_headers("tools/call", "shard", mcp_param_shard="42", mcp_param_flag="true")
     reply = await post(client, shard_call("42"), headers)
@@ -1082,13 +1082,13 @@ async def test_string_sent_for_integer_param_matches_then_fails_validation(
 # =========================================================================== row 15: capabilities
 
 
-async def test_missing_client_capability_is_400_32021(client: httpx.AsyncClient) -> None:
+async def test_missing_client_capability_is_400_32021(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(22, "deploy", {"env": "prod"}))
     error = assert_error(reply, 400, -32021, request_id=22)
     assert error["data"]["requiredCapabilities"] == {"elicitation": {"form": {}}}
 
 
-async def test_declared_capability_passes(client: httpx.AsyncClient) -> None:
+async def test_declared_capability_passes(client: httpx2.AsyncClient) -> None:
     body = call(22, "deploy", {"env": "prod"})
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {
         "elicitation": {"form": {}}
@@ -1101,23 +1101,23 @@ async def test_declared_capability_passes(client: httpx.AsyncClient) -> None:
 # =========================================================================== handler errors: 200
 
 
-async def test_unknown_tool_is_200_32602(client: httpx.AsyncClient) -> None:
+async def test_unknown_tool_is_200_32602(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(4, "invalid_tool_name", {}))
     assert_error(reply, 200, -32602, request_id=4)
 
 
-async def test_resource_not_found_is_200_32602_with_uri(client: httpx.AsyncClient) -> None:
+async def test_resource_not_found_is_200_32602_with_uri(client: httpx2.AsyncClient) -> None:
     reply = await post(client, request(5, "resources/read", {"uri": "file:///nope.txt"}))
     error = assert_error(reply, 200, -32602, request_id=5)
     assert error["data"] == {"uri": "file:///nope.txt"}
 
 
-async def test_unknown_prompt_is_200_32602(client: httpx.AsyncClient) -> None:
+async def test_unknown_prompt_is_200_32602(client: httpx2.AsyncClient) -> None:
     reply = await post(client, request(5, "prompts/get", {"name": "nope"}))
     assert_error(reply, 200, -32602, request_id=5)
 
 
-async def test_tool_errors_are_results(client: httpx.AsyncClient) -> None:
+async def test_tool_errors_are_results(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(6, "fail", {"reason": "because"}))
     assert reply.status == 200
     assert reply.result["isError"] is True
@@ -1128,7 +1128,7 @@ async def test_tool_errors_are_results(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize("name", [42, None, True, ["echo"], {"name": "echo"}])
-async def test_non_string_tool_name_is_200_32602(client: httpx.AsyncClient, name: Any) -> None:
+async def test_non_string_tool_name_is_200_32602(client: httpx2.AsyncClient, name: Any) -> None:
     """BUG for list/dict names: http.py looks the name up in a dict before validating it."""
     body = {
         "jsonrpc": "2.0",
@@ -1141,7 +1141,7 @@ async def test_non_string_tool_name_is_200_32602(client: httpx.AsyncClient, name
 
 
 async def test_result_the_encoder_cannot_handle_is_a_json_rpc_answer(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
 ) -> None:
     """orjson cannot encode integers beyond 64 bits; the standard library writes them."""
     reply = await post(client, call(1, "power", {"base": 2, "exponent": 70}))
@@ -1152,7 +1152,7 @@ async def test_result_the_encoder_cannot_handle_is_a_json_rpc_answer(
 
 @pytest.mark.parametrize("arguments", [[1, 2], "text", 3])
 async def test_non_object_arguments_are_200_32602(
-    client: httpx.AsyncClient, arguments: Any
+    client: httpx2.AsyncClient, arguments: Any
 ) -> None:
     body = {
         "jsonrpc": "2.0",
@@ -1174,13 +1174,13 @@ SSE_HEADERS = {
 }
 
 
-def assert_sse_headers(headers: httpx.Headers) -> None:
+def assert_sse_headers(headers: httpx2.Headers) -> None:
     for name, value in SSE_HEADERS.items():
         assert headers.get(name) == value, (name, headers)
     assert "content-length" not in headers
 
 
-async def test_progress_makes_an_sse_response(client: httpx.AsyncClient) -> None:
+async def test_progress_makes_an_sse_response(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(40, "progressive", {"steps": 3}, progressToken="oivaizmir"))
     assert reply.status == 200
     assert reply.is_sse
@@ -1198,7 +1198,7 @@ async def test_progress_makes_an_sse_response(client: httpx.AsyncClient) -> None
     assert text.endswith("\n\n")
 
 
-async def test_integer_progress_token(client: httpx.AsyncClient) -> None:
+async def test_integer_progress_token(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(41, "progressive", {"steps": 1}, progressToken=41))
     assert reply.is_sse
     assert reply.notifications[0]["params"]["progressToken"] == 41
@@ -1217,7 +1217,7 @@ async def test_integer_progress_token(client: httpx.AsyncClient) -> None:
     ],
 )
 async def test_accept_without_sse_gets_json_and_no_progress(
-    client: httpx.AsyncClient, accept: str
+    client: httpx2.AsyncClient, accept: str
 ) -> None:
     body = call(42, "progressive", {"steps": 3}, progressToken="t")
     reply = await post(client, body, mcp_headers("tools/call", "progressive", accept=accept))
@@ -1231,7 +1231,7 @@ async def test_accept_without_sse_gets_json_and_no_progress(
 @pytest.mark.parametrize(
     "accept", ["*/*", "text/*", "text/event-stream", "TEXT/EVENT-STREAM, application/json"]
 )
-async def test_lenient_accept_allows_sse(client: httpx.AsyncClient, accept: str) -> None:
+async def test_lenient_accept_allows_sse(client: httpx2.AsyncClient, accept: str) -> None:
     body = call(43, "progressive", {"steps": 2}, progressToken="t")
     reply = await post(client, body, mcp_headers("tools/call", "progressive", accept=accept))
     assert reply.is_sse
@@ -1253,13 +1253,13 @@ async def test_missing_accept_allows_sse() -> None:
     check_response("tools/call", messages[-1])
 
 
-async def test_no_progress_token_means_json(client: httpx.AsyncClient) -> None:
+async def test_no_progress_token_means_json(client: httpx2.AsyncClient) -> None:
     reply = await post(client, call(44, "progressive", {"steps": 2}))
     assert not reply.is_sse
     assert text_of(reply) == "done after 2"
 
 
-async def test_session_id_and_last_event_id_are_ignored(client: httpx.AsyncClient) -> None:
+async def test_session_id_and_last_event_id_are_ignored(client: httpx2.AsyncClient) -> None:
     for body in (ECHO, call(2, "progressive", {"steps": 1}, progressToken="p")):
         headers = {
             **mcp_headers("tools/call", body["params"]["name"]),
@@ -1280,7 +1280,7 @@ async def test_session_id_and_last_event_id_are_ignored(client: httpx.AsyncClien
 @pytest.mark.parametrize(
     "header", ["mcp-name", "mcp-param-region", "mcp-method", "mcp-protocol-version"]
 )
-async def test_huge_header_values_get_short_errors(client: httpx.AsyncClient, header: str) -> None:
+async def test_huge_header_values_get_short_errors(client: httpx2.AsyncClient, header: str) -> None:
     headers = mcp_headers("tools/call", "execute_sql", mcp_param_region="eu")
     headers[header] = "A" * 1_000_000
     reply = await post(client, sql("eu"), headers)
@@ -1289,7 +1289,7 @@ async def test_huge_header_values_get_short_errors(client: httpx.AsyncClient, he
     assert len(error["message"]) < 600
 
 
-async def test_huge_host_and_origin_get_short_errors(client: httpx.AsyncClient) -> None:
+async def test_huge_host_and_origin_get_short_errors(client: httpx2.AsyncClient) -> None:
     reply = await post(client, ECHO, {**mcp_headers("tools/call", "echo"), "host": "h" * 1_000_000})
     assert reply.status == 421
     assert len(reply.body) < 2000
@@ -1300,7 +1300,7 @@ async def test_huge_host_and_origin_get_short_errors(client: httpx.AsyncClient) 
     assert len(reply.body) < 2000
 
 
-async def test_huge_unrelated_header_is_harmless(client: httpx.AsyncClient) -> None:
+async def test_huge_unrelated_header_is_harmless(client: httpx2.AsyncClient) -> None:
     reply = await post(
         client, ECHO, {**mcp_headers("tools/call", "echo"), "x-padding": "p" * 1_000_000}
     )
@@ -1308,7 +1308,7 @@ async def test_huge_unrelated_header_is_harmless(client: httpx.AsyncClient) -> N
     assert text_of(reply) == "hi"
 
 
-async def test_huge_values_in_body_are_cut_in_messages(client: httpx.AsyncClient) -> None:
+async def test_huge_values_in_body_are_cut_in_messages(client: httpx2.AsyncClient) -> None:
     name = "n" * 500_000
     reply = await post(client, call(1, name, {}), mcp_headers("tools/call", "other"))
     assert_error(reply, 400, -32020, request_id=1)
@@ -1321,7 +1321,7 @@ async def test_huge_values_in_body_are_cut_in_messages(client: httpx.AsyncClient
 # =========================================================================== concurrency
 
 
-async def test_200_concurrent_requests_no_cross_talk(client: httpx.AsyncClient) -> None:
+async def test_200_concurrent_requests_no_cross_talk(client: httpx2.AsyncClient) -> None:
     async def one(i: int) -> None:
         kind = i % 4
         if kind == 0:
@@ -1449,14 +1449,14 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPServer
 
 
 @pytest.fixture
-async def real_client(real_server: HTTPServerProcess) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
+async def real_client(real_server: HTTPServerProcess) -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(
         base_url=f"http://127.0.0.1:{real_server.port}", timeout=TIMEOUT
     ) as http:
         yield http
 
 
-async def test_real_json_and_sse(real_client: httpx.AsyncClient) -> None:
+async def test_real_json_and_sse(real_client: httpx2.AsyncClient) -> None:
     reply = await post(real_client, call(1, "add", {"a": 5, "b": 6}))
     assert reply.status == 200
     assert reply.result["structuredContent"] == {"total": 11}
@@ -1469,7 +1469,7 @@ async def test_real_json_and_sse(real_client: httpx.AsyncClient) -> None:
     assert "mcp-session-id" not in reply.headers
 
 
-async def test_real_transport_rejections(real_client: httpx.AsyncClient) -> None:
+async def test_real_transport_rejections(real_client: httpx2.AsyncClient) -> None:
     response = await real_client.get("/mcp", headers={"accept": "text/event-stream"})
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
@@ -1505,13 +1505,13 @@ async def test_real_transport_rejections(real_client: httpx.AsyncClient) -> None
     assert response.content == b""
 
 
-async def test_real_body_over_default_limit_is_413(real_client: httpx.AsyncClient) -> None:
+async def test_real_body_over_default_limit_is_413(real_client: httpx2.AsyncClient) -> None:
     body = encode(call(1, "echo", {"text": "x" * (4 * 1024 * 1024 + 10)}))
     try:
         response = await real_client.post(
             "/mcp", content=body, headers=mcp_headers("tools/call", "echo")
         )
-    except (httpx.WriteError, httpx.RemoteProtocolError, httpx.ReadError):
+    except (httpx2.WriteError, httpx2.RemoteProtocolError, httpx2.ReadError):
         # The server may answer and close before the client finished sending.
         pass
     else:
@@ -1566,21 +1566,21 @@ async def test_real_duplicate_routing_headers_are_rejected(
     check("HeaderMismatchError", message)
 
 
-async def test_real_huge_header_does_not_hurt_the_server(real_client: httpx.AsyncClient) -> None:
+async def test_real_huge_header_does_not_hurt_the_server(real_client: httpx2.AsyncClient) -> None:
     try:
         response = await real_client.post(
             "/mcp",
             content=encode(ECHO),
             headers={**mcp_headers("tools/call", "echo"), "mcp-name": "e" * 200_000},
         )
-    except httpx.HTTPError:
+    except httpx2.HTTPError:
         pass  # the HTTP server may refuse the header block outright
     else:
         assert response.status_code in (400, 431)
     assert text_of(await post(real_client, ECHO)) == "hi"
 
 
-async def test_real_concurrent_requests(real_client: httpx.AsyncClient) -> None:
+async def test_real_concurrent_requests(real_client: httpx2.AsyncClient) -> None:
     async def one(i: int) -> None:
         if i % 2:
             reply = await post(real_client, call(i, "echo", {"text": f"r{i}"}))
@@ -1596,7 +1596,7 @@ async def test_real_concurrent_requests(real_client: httpx.AsyncClient) -> None:
 
 
 async def test_real_disconnect_during_sse_cancels_the_handler(
-    real_server: HTTPServerProcess, real_client: httpx.AsyncClient
+    real_server: HTTPServerProcess, real_client: httpx2.AsyncClient
 ) -> None:
     body = call(77, "wait_forever", {"tag": "real-sse"}, progressToken="real-sse")
     headers = mcp_headers("tools/call", "wait_forever")
@@ -1625,7 +1625,7 @@ async def test_real_disconnect_during_json_request_cancels_the_handler(
 ) -> None:
     body = call(78, "wait_forever", {"tag": "real-json"})
     headers = mcp_headers("tools/call", "wait_forever", accept="application/json")
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{real_server.port}") as http:
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{real_server.port}") as http:
         task = asyncio.create_task(http.post("/mcp", content=encode(body), headers=headers))
         await wait_for_file(real_server.marker_dir / "real-json.started")
         task.cancel()
@@ -1642,7 +1642,7 @@ def test_cli_serves_http(tmp_path: Path) -> None:
     ]  # fmt: skip
     with http_server_process(tmp_path, args=args) as srv:
         base = f"http://127.0.0.1:{srv.port}"
-        with httpx.Client(base_url=base, timeout=TIMEOUT) as http:
+        with httpx2.Client(base_url=base, timeout=TIMEOUT) as http:
             response = http.post(
                 "/mcp",
                 content=encode(call(1, "whoami", {})),

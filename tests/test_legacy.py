@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 import legacy_schema
@@ -1476,7 +1476,7 @@ INIT_BODY = json.dumps(legacy_init()).encode()
 
 
 async def _asgi(app: Any, method: str, headers: list[tuple[bytes, bytes]], body: bytes) -> Any:
-    """One bare ASGI call (the measured churn loop: httpx under tracemalloc is slow)."""
+    """One bare ASGI call (the measured churn loop: httpx2 under tracemalloc is slow)."""
     sent: list[dict[str, Any]] = []
     delivered = False
 
@@ -1512,17 +1512,17 @@ async def _asgi(app: Any, method: str, headers: list[tuple[bytes, bytes]], body:
 async def test_memory_is_flat_under_session_churn(serve: Serve) -> None:
     """5,000 sessions started and deleted, 5,000 requests rejected: nothing is kept.
 
-    The statuses and bodies are checked through httpx's ``ASGITransport``; the measured
-    loop calls the ASGI app directly, because under tracemalloc httpx costs ~0.8 ms a request
+    The statuses and bodies are checked through httpx2's ``ASGITransport``; the measured
+    loop calls the ASGI app directly, because under tracemalloc httpx2 costs ~0.8 ms a request
     (~12 s for the 15,000 requests), against ~0.6 s in all for the bare calls.
     """
     served = await serve()
     app = served.app
     json_header = (b"content-type", b"application/json")
 
-    # Through httpx's ASGI transport first: the statuses, and the warm-up.
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+    # Through httpx2's ASGI transport first: the statuses, and the warm-up.
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
         for _ in range(300):
             reply = await http.post(
                 "/mcp", content=INIT_BODY, headers={"content-type": "application/json"}

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from legacy_schema import (
@@ -289,7 +289,7 @@ async def clients(server: HTTPServerProcess) -> AsyncIterator[Any]:
     """``make()`` returns a fresh raw legacy client for ``server``; all closed at the end."""
     made: list[LegacyHTTPClient] = []
     base = f"http://127.0.0.1:{server.port}"
-    async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
+    async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
 
         def make() -> LegacyHTTPClient:
             client = LegacyHTTPClient.over_httpx(http)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client as OfficialClient
 from mcp.types import PromptReference, ResourceTemplateReference, TextContent
@@ -84,7 +84,7 @@ def exchanges() -> list[tuple[str, dict[str, Any], Any]]:
 
 async def test_mounted_entries_answer_on_the_2026_wire(mounted: HTTPServerProcess) -> None:
     base = f"http://127.0.0.1:{mounted.port}"
-    async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
+    async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
         listed = await post(http, request(1, "tools/list"))
         names = [tool["name"] for tool in listed.result["tools"]]
         assert names[:4] == ["grow", "touch", "billing_pay", "charge_eur"]
@@ -104,7 +104,7 @@ async def test_mounted_entries_answer_on_the_2026_wire(mounted: HTTPServerProces
 
 async def test_mounted_entries_answer_on_the_handshake_wire(mounted: HTTPServerProcess) -> None:
     base = f"http://127.0.0.1:{mounted.port}"
-    async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
+    async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
         client = LegacyHTTPClient.over_httpx(http)
         try:
             hello = await client.initialize()
@@ -190,7 +190,7 @@ async def test_the_mounted_lifespan_runs_inside_the_parents_in_a_served_process(
     marks = tmp_path / "lifespans.txt"
     with serve(tmp_path) as server:
         await wait_for_file(marks)
-        async with httpx.AsyncClient(timeout=TIMEOUT) as http:  # serving: both are running
+        async with httpx2.AsyncClient(timeout=TIMEOUT) as http:  # serving: both are running
             reply = await post(http, call(1, "billing_pay", {"amount": 1}), path=server.url)
             assert only_text(reply.result) == "paid 1 (billing)"
         assert marks.read_text().split("\n")[:2] == ["app start", "billing start"]

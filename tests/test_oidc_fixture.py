@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
+import httpx2
 import jwt
 import pytest
 
@@ -45,7 +45,7 @@ async def verified(server: AuthorizationServer, token: str, audience: str) -> di
 async def test_both_discovery_documents_name_the_issuer_and_its_jwks_uri(
     server: AuthorizationServer,
 ) -> None:
-    async with httpx.AsyncClient(trust_env=False) as http:
+    async with httpx2.AsyncClient(trust_env=False) as http:
         openid = (await http.get(f"{server.issuer}/.well-known/openid-configuration")).json()
         oauth = (await http.get(f"{server.issuer}/.well-known/oauth-authorization-server")).json()
         keys = (await http.get(openid["jwks_uri"])).json()

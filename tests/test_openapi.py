@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-import httpx
 import httpx2
 import jsonschema
 import pytest
@@ -167,7 +166,7 @@ def api_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def spec(api_url: str) -> dict[str, Any]:
-    document: dict[str, Any] = httpx.get(f"{api_url}/openapi.json", timeout=TIMEOUT).json()
+    document: dict[str, Any] = httpx2.get(f"{api_url}/openapi.json", timeout=TIMEOUT).json()
     return document
 
 
@@ -182,9 +181,9 @@ def shop() -> Iterator[None]:
 
 
 @pytest.fixture
-async def http(api_url: str) -> AsyncIterator[httpx.AsyncClient]:
+async def http(api_url: str) -> AsyncIterator[httpx2.AsyncClient]:
     headers = {"X-API-Key": "api-secret"}
-    async with httpx.AsyncClient(base_url=api_url, headers=headers, timeout=TIMEOUT) as client:
+    async with httpx2.AsyncClient(base_url=api_url, headers=headers, timeout=TIMEOUT) as client:
         yield client
 
 
@@ -213,7 +212,7 @@ def fits(value: Any, schema: dict[str, Any]) -> bool:
 
 
 async def test_each_operation_of_the_api_is_a_tool_named_by_its_operation_id(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
     tools = await tools_of(connect, server)
@@ -245,7 +244,7 @@ async def test_each_operation_of_the_api_is_a_tool_named_by_its_operation_id(
 
 
 async def test_a_json_body_is_spread_into_arguments_beside_the_parameters(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     tools = await tools_of(connect, Server.from_openapi(spec, client=http))
 
@@ -263,7 +262,7 @@ async def test_a_json_body_is_spread_into_arguments_beside_the_parameters(
 
 
 async def test_a_path_parameter_fills_the_path_and_the_json_answer_is_structured(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
     output_schema = (await tools_of(connect, server))["get_item"]["outputSchema"]
@@ -279,7 +278,7 @@ async def test_a_path_parameter_fills_the_path_and_the_json_answer_is_structured
 
 
 async def test_query_parameters_are_sent_and_an_array_answer_fits_its_output_schema(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
     output_schema = (await tools_of(connect, server))["list_items"]["outputSchema"]
@@ -292,7 +291,7 @@ async def test_query_parameters_are_sent_and_an_array_answer_fits_its_output_sch
 
 
 async def test_a_spread_body_is_posted_as_json(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
 
@@ -304,7 +303,7 @@ async def test_a_spread_body_is_posted_as_json(
 
 
 async def test_a_body_property_named_like_a_path_parameter_is_prefixed_with_body(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
     schema = (await tools_of(connect, server))["replace_item"]["inputSchema"]
@@ -318,7 +317,7 @@ async def test_a_body_property_named_like_a_path_parameter_is_prefixed_with_body
 
 
 async def test_header_and_cookie_parameters_are_sent_with_the_clients_own_headers(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
 
@@ -334,7 +333,7 @@ async def test_header_and_cookie_parameters_are_sent_with_the_clients_own_header
 
 
 async def test_a_path_value_stays_one_segment_whatever_it_holds(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
 
@@ -349,7 +348,7 @@ async def test_a_path_value_stays_one_segment_whatever_it_holds(
 
 
 async def test_a_form_body_is_sent_form_encoded(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
     schema = (await tools_of(connect, server))["login"]["inputSchema"]
@@ -361,7 +360,7 @@ async def test_a_form_body_is_sent_form_encoded(
 
 
 async def test_a_text_answer_is_text_content(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     result = await call(connect, Server.from_openapi(spec, client=http), "motd", {})
 
@@ -370,7 +369,7 @@ async def test_a_text_answer_is_text_content(
 
 
 async def test_a_204_answer_says_there_was_no_body(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     result = await call(connect, Server.from_openapi(spec, client=http), "delete_item",
                         {"item_id": 2})  # fmt: skip
@@ -384,7 +383,7 @@ async def test_a_204_answer_says_there_was_no_body(
 
 
 async def test_a_404_from_the_api_is_an_error_result_with_the_status_and_the_body(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     result = await call(connect, Server.from_openapi(spec, client=http), "get_item",
                         {"item_id": 999})  # fmt: skip
@@ -398,7 +397,7 @@ async def test_a_404_from_the_api_is_an_error_result_with_the_status_and_the_bod
 
 
 async def test_a_422_from_the_api_is_an_error_result_the_model_can_read(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     result = await call(connect, Server.from_openapi(spec, client=http), "create_item",
                         {"name": "teapot", "price": 9.0})  # fmt: skip
@@ -411,7 +410,7 @@ async def test_a_422_from_the_api_is_an_error_result_the_model_can_read(
 
 
 async def test_a_long_error_body_is_cut_to_an_excerpt(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     result = await call(connect, Server.from_openapi(spec, client=http), "outage", {})
 
@@ -424,7 +423,7 @@ async def test_a_long_error_body_is_cut_to_an_excerpt(
 
 
 async def test_arguments_that_break_the_input_schema_are_refused_before_any_request(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(spec, client=http)
 
@@ -441,7 +440,7 @@ async def test_an_unreachable_api_is_an_error_result_without_a_traceback(
     with socket.socket() as sock:  # a port nobody listens on, once closed
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as down:
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as down:
         result = await call(connect, Server.from_openapi(spec, client=down), "get_item",
                             {"item_id": 1})  # fmt: skip
 
@@ -453,7 +452,7 @@ async def test_an_unreachable_api_is_an_error_result_without_a_traceback(
 
 
 async def test_an_answer_that_does_not_match_the_document_is_an_error_result(
-    http: httpx.AsyncClient, connect: Any
+    http: httpx2.AsyncClient, connect: Any
 ) -> None:
     document = {
         "openapi": "3.1.0",
@@ -523,7 +522,7 @@ TREES: dict[str, Any] = {
 
 
 async def test_a_3_0_document_gets_2020_12_schemas_with_its_cycles_kept_in_defs(
-    http: httpx.AsyncClient, connect: Any
+    http: httpx2.AsyncClient, connect: Any
 ) -> None:
     tool = (await tools_of(connect, Server.from_openapi(TREES, client=http)))["echoTree"]
 
@@ -551,7 +550,7 @@ async def test_a_3_0_document_gets_2020_12_schemas_with_its_cycles_kept_in_defs(
 
 
 async def test_a_recursive_body_is_checked_all_the_way_down_and_sent_whole(
-    http: httpx.AsyncClient, connect: Any
+    http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(TREES, client=http)
     tree = {
@@ -579,7 +578,7 @@ async def test_a_recursive_body_is_checked_all_the_way_down_and_sent_whole(
 
 
 async def test_operations_are_chosen_by_operation_id_by_tag_or_by_a_callable(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     by_id = Server.from_openapi(spec, client=http, operation_ids=["motd", "get_item"])
     by_tag = Server.from_openapi(spec, client=http, tags=["meta"])
@@ -599,7 +598,7 @@ async def test_operations_are_chosen_by_operation_id_by_tag_or_by_a_callable(
 
 
 def test_an_unknown_operation_id_or_an_empty_choice_is_refused(
-    spec: dict[str, Any], http: httpx.AsyncClient
+    spec: dict[str, Any], http: httpx2.AsyncClient
 ) -> None:
     with pytest.raises(ValueError, match="No operation has the operationId nope"):
         Server.from_openapi(spec, client=http, operation_ids=["get_item", "nope"])
@@ -608,7 +607,7 @@ def test_an_unknown_operation_id_or_an_empty_choice_is_refused(
 
 
 async def test_add_openapi_adds_prefixed_tools_beside_the_servers_own(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server("mine")
 
@@ -657,7 +656,7 @@ NAMES: dict[str, Any] = {
 async def test_tool_names_are_sanitised_generated_when_missing_and_made_unique(
     connect: Any,
 ) -> None:
-    async with httpx.AsyncClient() as client:  # no base_url: the document's server is used
+    async with httpx2.AsyncClient() as client:  # no base_url: the document's server is used
         tools = await tools_of(connect, Server.from_openapi(NAMES, client=client))
 
     assert list(tools) == ["list_pets", "post_pets", "pets.get-v2", "list_pets_2",
@@ -668,19 +667,19 @@ async def test_tool_names_are_sanitised_generated_when_missing_and_made_unique(
 
 async def test_a_client_without_base_url_needs_an_absolute_server_in_the_document() -> None:
     document = {**NAMES, "servers": [{"url": "/v1"}]}
-    async with httpx.AsyncClient() as client:
-        with pytest.raises(ValueError, match=r"give the client one, httpx.AsyncClient\(base_url="):
+    async with httpx2.AsyncClient() as client:
+        with pytest.raises(ValueError, match=r"give the client one, httpx2.AsyncClient\(base_url="):
             Server.from_openapi(document, client=client)
 
 
 async def test_without_base_url_requests_go_to_the_documents_server(connect: Any) -> None:
     seen: list[str] = []
 
-    def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: httpx2.Request) -> httpx2.Response:
         seen.append(str(request.url))
-        return httpx.Response(200, json={"ok": True})
+        return httpx2.Response(200, json={"ok": True})
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as client:
         server = Server.from_openapi(NAMES, client=client)
         await call(connect, server, "pets.get-v2", {"petId": "a b"})
 
@@ -732,14 +731,14 @@ STYLES: dict[str, Any] = {
 async def test_parameters_and_form_bodies_are_serialized_as_their_style_says(
     connect: Any,
 ) -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx.Response(200, content=b"\x89PNG", headers={"Content-Type": "image/png"})
+        return httpx2.Response(200, content=b"\x89PNG", headers={"Content-Type": "image/png"})
 
-    transport = httpx.MockTransport(answer)
-    async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+    transport = httpx2.MockTransport(answer)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://api") as client:
         server = Server.from_openapi(STYLES, client=client)
         schema = (await tools_of(connect, server))["styles"]["inputSchema"]
         result = await call(connect, server, "styles", {
@@ -768,7 +767,7 @@ async def test_parameters_and_form_bodies_are_serialized_as_their_style_says(
 
 
 def test_an_operation_that_cannot_be_a_tool_is_skipped_with_a_warning(
-    http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    http: httpx2.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     document = {
         "openapi": "3.0.0",
@@ -798,7 +797,7 @@ def test_an_operation_that_cannot_be_a_tool_is_skipped_with_a_warning(
 
 
 async def test_the_document_may_be_json_text(
-    spec: dict[str, Any], http: httpx.AsyncClient, connect: Any
+    spec: dict[str, Any], http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi(json.dumps(spec), client=http, operation_ids=["get_item"])
 
@@ -806,7 +805,7 @@ async def test_the_document_may_be_json_text(
 
 
 def test_documents_that_are_not_openapi_3_json_are_refused_clearly(
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
 ) -> None:
     with pytest.raises(ValueError, match=r"not JSON\. YAML is not read: parse it first"):
         Server.from_openapi("openapi: 3.1.0\ninfo: {title: t}\n", client=http)
@@ -815,8 +814,8 @@ def test_documents_that_are_not_openapi_3_json_are_refused_clearly(
     with pytest.raises(ValueError, match="Not an OpenAPI 3 document"):
         Server.from_openapi({"paths": {}}, client=http)
     with (
-        httpx.Client() as sync_client,
-        pytest.raises(TypeError, match=r"client must be an httpx\.AsyncClient, not Client"),
+        httpx2.Client() as sync_client,
+        pytest.raises(TypeError, match=r"client must be an httpx2\.AsyncClient, not Client"),
     ):
         Server.from_openapi(TREES, client=sync_client)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"fetch it first, spec = await fetch_openapi"):
@@ -824,7 +823,7 @@ def test_documents_that_are_not_openapi_3_json_are_refused_clearly(
 
 
 async def test_from_a_url_the_tools_are_fetched_with_the_client_when_the_server_starts(
-    http: httpx.AsyncClient, connect: Any
+    http: httpx2.AsyncClient, connect: Any
 ) -> None:
     server = Server.from_openapi("/openapi.json", client=http, name="shop", tags=["items"])
 
@@ -838,7 +837,7 @@ async def test_from_a_url_the_tools_are_fetched_with_the_client_when_the_server_
 
 
 async def test_a_document_url_that_fails_stops_the_server_from_starting(
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
 ) -> None:
     server = Server.from_openapi("/no-such-document.json", client=http)
 
@@ -848,7 +847,7 @@ async def test_a_document_url_that_fails_stops_the_server_from_starting(
 
 
 async def test_fetch_openapi_reads_the_document_with_the_client(
-    spec: dict[str, Any], http: httpx.AsyncClient
+    spec: dict[str, Any], http: httpx2.AsyncClient
 ) -> None:
     assert await fetch_openapi(http, "/openapi.json") == spec
 
@@ -860,7 +859,7 @@ async def test_fetch_openapi_reads_the_document_with_the_client(
 def served(spec: dict[str, Any], api_url: str) -> Iterator[str]:
     """The shop as an MCP server over real Streamable HTTP; its API client lives in the
     serving thread's loop and is closed by the server's lifespan."""
-    client = httpx.AsyncClient(base_url=api_url, headers={"Authorization": "Bearer api-key"},
+    client = httpx2.AsyncClient(base_url=api_url, headers={"Authorization": "Bearer api-key"},
                                timeout=TIMEOUT)  # fmt: skip
 
     @asynccontextmanager
@@ -903,14 +902,14 @@ async def test_the_official_sdk_client_sees_ordinary_tools_over_http(
         assert [i["name"] for i in items.structured_content] == names  # type: ignore[union-attr]
     assert missing.is_error is True
     assert missing.content[0].text.startswith("GET /items/404 answered HTTP 404")  # type: ignore[union-attr]
-    # The API sees the credentials of the httpx client, never the MCP client's token.
+    # The API sees the credentials of the httpx2 client, never the MCP client's token.
     assert who.structured_content is not None
     assert who.structured_content["authorization"] == "Bearer api-key"
     assert who.structured_content["mcp_headers"] == []
 
 
 def test_a_misspelt_option_is_refused_rather_than_ignored(
-    spec: dict[str, Any], http: httpx.AsyncClient
+    spec: dict[str, Any], http: httpx2.AsyncClient
 ) -> None:
     with pytest.raises(TypeError, match="Unknown option tag; the options are include, "):
         Server.from_openapi(spec, client=http, tag=["items"])  # type: ignore[call-arg]
@@ -924,7 +923,7 @@ import sys
 
 class Blocker:
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "httpx":
+        if name.partition(".")[0] == "httpx2":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
@@ -943,6 +942,6 @@ def test_without_httpx_the_error_names_the_http_extra() -> None:
     done = subprocess.run([sys.executable, "-c", WITHOUT_HTTPX], capture_output=True,
                           text=True, timeout=30, check=True)  # fmt: skip
     assert done.stdout.strip() == (
-        "OpenAPI tools call the API with httpx, which the http extra installs: pip install "
+        "OpenAPI tools call the API with httpx2, which the http extra installs: pip install "
         '"mcpserve[http]"'
     )

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import uvicorn
 
@@ -67,7 +67,7 @@ async def served(server: Server) -> AsyncIterator[str]:
 class Wire:
     """Raw requests to one server's ASGI app."""
 
-    def __init__(self, http: httpx.AsyncClient, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, http: httpx2.AsyncClient, headers: dict[str, str] | None = None) -> None:
         self.http = http
         self.headers = headers or {}
 
@@ -251,7 +251,7 @@ async def test_an_upstream_task_cancelled_there_ends_cancelled_here(setup: Setup
         assert time.monotonic() < deadline
         await asyncio.sleep(0.01)
     [theirs] = setup.upstream_tasks()
-    async with httpx.AsyncClient(timeout=TIMEOUT) as direct:
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as direct:
         body = message("tasks/cancel", {"taskId": theirs.task_id})
         response = await direct.post(setup.url, json=body, headers=default_headers(body))
         assert response.status_code == 200, response.text
@@ -264,7 +264,7 @@ async def test_a_listen_hears_the_proxys_task_change() -> None:
     async with (
         served(_upstream()) as url,
         served(Server.proxy(url)) as proxy_url,
-        httpx.AsyncClient(timeout=TIMEOUT) as http,
+        httpx2.AsyncClient(timeout=TIMEOUT) as http,
     ):
         body = call("confirm")
         created = (await post(http, body, path=proxy_url)).result

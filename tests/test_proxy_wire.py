@@ -202,7 +202,7 @@ async def test_list_changes_and_resource_updates_reach_the_clients_subscription(
 # ----------------------------------------------------------------------------- the links
 
 
-@pytest.mark.parametrize("fast_http", [True, False], ids=["lean-link", "httpx"])
+@pytest.mark.parametrize("fast_http", [True, False], ids=["lean-link", "httpx2"])
 async def test_the_lean_http_link_answers_as_httpx_does(
     upstream_url: str, markers: Path, fast_http: bool
 ) -> None:
@@ -255,10 +255,10 @@ async def test_the_clients_token_never_reaches_the_upstream(upstream_url: str) -
 async def test_an_httpx_auth_for_the_upstream_signs_every_upstream_request(
     upstream_url: str,
 ) -> None:
-    import httpx
+    import httpx2
 
-    class ProxyKey(httpx.Auth):
-        def auth_flow(self, request: httpx.Request) -> Any:
+    class ProxyKey(httpx2.Auth):
+        def auth_flow(self, request: httpx2.Request) -> Any:
             request.headers["X-Proxy-Key"] = "signed"
             yield request
 

@@ -50,7 +50,7 @@ LAZY_MODULES = (
     "redis",  # the Redis subscription bus
     "cryptography",  # sealed requestState
     "click",  # the CLI
-    "httpx",
+    "httpx2",
     "jwt",  # token verification, for servers with auth=
     "mcpserve.auth",
     "jsonschema",  # only for hand-written inputSchema

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from mcpserve import Client, Context, MCPError, Server, ToolError
@@ -146,7 +146,7 @@ async def test_without_the_switch_failures_stay_masked() -> None:
     assert caught.value.message.startswith("Internal error (ref ")
 
 
-def divide_over_http(url: str) -> httpx.Response:
+def divide_over_http(url: str) -> httpx2.Response:
     meta = {
         c.META_PROTOCOL_VERSION: c.LATEST_VERSION,
         c.META_CLIENT_INFO: {"name": "test", "version": "1"},
@@ -157,7 +157,7 @@ def divide_over_http(url: str) -> httpx.Response:
     headers = {"accept": "application/json, text/event-stream",
                "mcp-protocol-version": c.LATEST_VERSION, "mcp-method": "tools/call",
                "mcp-name": "divide"}  # fmt: skip
-    return httpx.post(url, json=body, headers=headers, timeout=10)
+    return httpx2.post(url, json=body, headers=headers, timeout=10)
 
 
 def test_over_http_a_server_raising_exceptions_still_answers_with_the_masked_result() -> None:
@@ -173,7 +173,7 @@ def test_serve_http_stops_serving_on_exit_and_frees_its_port() -> None:
     with serve_http(failing_server()) as url:
         assert url.startswith("http://127.0.0.1:")
         assert url.endswith("/mcp")
-    with pytest.raises(httpx.ConnectError):
+    with pytest.raises(httpx2.ConnectError):
         divide_over_http(url)
 
 
@@ -405,7 +405,7 @@ def test_the_http_fixture_serves_the_server_on_a_free_port_for_one_test(
 ) -> None:
     project.makepyfile(
         test_calc="""
-        import httpx
+        import httpx2
         import pytest
 
         import calc
@@ -427,7 +427,7 @@ def test_the_http_fixture_serves_the_server_on_a_free_port_for_one_test(
                 "mcp-name": "divide",
             }
             body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-            return httpx.post(url, json=body, headers=headers, timeout=10)
+            return httpx2.post(url, json=body, headers=headers, timeout=10)
 
 
         @pytest.mark.mcp_server("calc:server")
@@ -443,7 +443,7 @@ def test_the_http_fixture_serves_the_server_on_a_free_port_for_one_test(
 
         def test_stopped_after_the_test():
             assert calc.EVENTS == ["start", "stop"]
-            with pytest.raises(httpx.ConnectError):
+            with pytest.raises(httpx2.ConnectError):
                 call_divide(URLS[0])
         """
     )

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import orjson
 import pytest
 
@@ -218,7 +218,7 @@ def redis_process(marker_dir: Path, url: str) -> Any:
     return http_server_process(marker_dir, args=args, env={"MCPSERVE_BUS": url})
 
 
-async def wait_connected(client: httpx.AsyncClient, within: float = TIMEOUT) -> dict[str, Any]:
+async def wait_connected(client: httpx2.AsyncClient, within: float = TIMEOUT) -> dict[str, Any]:
     deadline = time.monotonic() + within
     while True:
         status = await tool(client, "bus_status", {})
@@ -242,11 +242,11 @@ def processes(
 @pytest.fixture
 async def clients(
     processes: tuple[HTTPServerProcess, HTTPServerProcess],
-) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+) -> AsyncIterator[tuple[httpx2.AsyncClient, httpx2.AsyncClient]]:
     a, b = processes
     async with (
-        httpx.AsyncClient(base_url=f"http://127.0.0.1:{a.port}", timeout=TIMEOUT) as on_a,
-        httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.port}", timeout=TIMEOUT) as on_b,
+        httpx2.AsyncClient(base_url=f"http://127.0.0.1:{a.port}", timeout=TIMEOUT) as on_a,
+        httpx2.AsyncClient(base_url=f"http://127.0.0.1:{b.port}", timeout=TIMEOUT) as on_b,
     ):
         await wait_connected(on_a)
         await wait_connected(on_b)
@@ -254,7 +254,7 @@ async def clients(
 
 
 async def test_a_change_on_one_process_reaches_a_listener_on_the_other(
-    clients: tuple[httpx.AsyncClient, httpx.AsyncClient],
+    clients: tuple[httpx2.AsyncClient, httpx2.AsyncClient],
 ) -> None:
     on_a, on_b = clients
     filters = {"toolsListChanged": True, "resourceSubscriptions": [DOC]}
@@ -270,7 +270,7 @@ async def test_a_change_on_one_process_reaches_a_listener_on_the_other(
 
 
 async def test_a_process_delivers_its_own_changes_once(
-    clients: tuple[httpx.AsyncClient, httpx.AsyncClient],
+    clients: tuple[httpx2.AsyncClient, httpx2.AsyncClient],
 ) -> None:
     on_a, on_b = clients
     filters = {"toolsListChanged": True, "resourceSubscriptions": [DOC]}
@@ -353,7 +353,7 @@ async def test_outage_local_delivery_then_reconnect(
     redis.start()
     try:
         with redis_process(tmp_path, redis.url) as other:
-            async with httpx.AsyncClient(
+            async with httpx2.AsyncClient(
                 base_url=f"http://127.0.0.1:{other.port}", timeout=TIMEOUT
             ) as on_other:
                 await wait_connected(on_other)

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from wire_helpers import SERVERS, TIMEOUT, call, http_server_process, post
@@ -29,7 +29,7 @@ def _no_shared_state_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def stack_of(url: str) -> dict[str, str]:
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
         reply = await post(client, call(1, "stack", {}), path=url)
     structured: dict[str, str] = reply.result["structuredContent"]
     return structured
@@ -77,7 +77,7 @@ async def test_cli_run_http_access_log_flag_and_fast_stack(tmp_path: Path) -> No
 
 def test_the_http_extra_brings_the_fast_stack() -> None:
     """What ``pip install "mcpserve[http]"`` installs, read from the installed metadata: the
-    fast serving stack, and httpx for ``Client("http://...")``."""
+    fast serving stack, and httpx2 for ``Client("http://...")``."""
     from importlib.metadata import requires
 
     in_extra = {
@@ -85,7 +85,7 @@ def test_the_http_extra_brings_the_fast_stack() -> None:
         for requirement in requires("mcpserve") or []
         if requirement.endswith("extra == 'http'")
     }
-    assert in_extra == {"uvicorn", "httptools", "uvloop", "httpx"}
+    assert in_extra == {"uvicorn", "httptools", "uvloop", "httpx2"}
 
 
 async def test_sigterm_ends_a_handshake_era_get_stream_and_exits(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ async def test_sigterm_ends_a_handshake_era_get_stream_and_exits(tmp_path: Path)
     from legacy_schema import LEGACY_DUAL, initialize_message
 
     with http_server_process(tmp_path, args=[sys.executable, str(LEGACY_DUAL)]) as srv:
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
             started = await client.post(srv.url, json=initialize_message(),
                                         headers={"accept": "application/json"})  # fmt: skip
             session = {"mcp-session-id": started.headers["mcp-session-id"],
@@ -127,7 +127,7 @@ async def test_forwarded_headers_are_left_alone_unless_asked(tmp_path: Path) -> 
 
 
 async def proxy_middleware(url: str) -> bool:
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
         reply = await post(client, call(1, "proxy_middleware", {}), path=url)
     wrapped: bool = reply.result["structuredContent"]
     return wrapped

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import jsonschema
 import pytest
 from mcp import Client as OfficialClient
@@ -943,7 +943,7 @@ def http_skills(tree: Path, tmp_path: Path) -> Iterator[str]:
 async def test_over_http_skills_list_get_read_and_directory_read_answer_as_in_memory(
     http_skills: str,
 ) -> None:
-    async with httpx.AsyncClient(base_url=http_skills, timeout=TIMEOUT, trust_env=False) as http:
+    async with httpx2.AsyncClient(base_url=http_skills, timeout=TIMEOUT, trust_env=False) as http:
         listed = (await post(http, request(1, "skills/list"))).result
         jsonschema.validate(listed, LIST_SCHEMA)
         entries = by_uri(listed["skills"])
@@ -984,7 +984,7 @@ async def test_over_http_skills_list_get_read_and_directory_read_answer_as_in_me
 async def test_a_handshake_era_session_reads_skill_files_but_has_no_skills_methods(
     http_skills: str,
 ) -> None:
-    async with httpx.AsyncClient(base_url=http_skills, timeout=TIMEOUT, trust_env=False) as http:
+    async with httpx2.AsyncClient(base_url=http_skills, timeout=TIMEOUT, trust_env=False) as http:
         started = await http.post(
             "/mcp", json=initialize_message(0, "2025-11-25"), headers={"accept": "application/json"}
         )

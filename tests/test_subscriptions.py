@@ -796,7 +796,7 @@ async def test_stdio_eof_cancels_what_outlives_the_grace_period() -> None:
 
 async def test_a_listen_outside_running_does_not_pin_the_server_to_its_loop() -> None:
     """BUG: a listen served outside ``server.running()`` (an ASGI host without lifespan,
-    e.g. a Starlette ``Mount`` or httpx.ASGITransport) starts the bus lazily and binds
+    e.g. a Starlette ``Mount`` or httpx2.ASGITransport) starts the bus lazily and binds
     ``Subscriptions._loop`` to that event loop for good. On any later event loop,
     ``server.add_tool()`` raises ``RuntimeError: Event loop is closed`` even inside
     ``running()``, and listeners there hear nothing."""

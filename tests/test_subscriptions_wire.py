@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from wire_helpers import (
@@ -68,7 +68,7 @@ def unique(prefix: str) -> str:
 class SSEStream:
     """Reads one ``subscriptions/listen`` SSE response event by event, validating each."""
 
-    def __init__(self, response: httpx.Response, listen_id: Any) -> None:
+    def __init__(self, response: httpx2.Response, listen_id: Any) -> None:
         self.response = response
         self.listen_id = listen_id
         self._lines = response.aiter_lines()
@@ -142,7 +142,7 @@ class SSEStream:
         return event["result"]  # type: ignore[no-any-return]
 
 
-def assert_sse_headers(headers: httpx.Headers) -> None:
+def assert_sse_headers(headers: httpx2.Headers) -> None:
     assert headers["content-type"].split(";")[0].strip() == "text/event-stream"
     assert headers["cache-control"] == "no-cache"
     assert headers["x-accel-buffering"] == "no"
@@ -150,7 +150,7 @@ def assert_sse_headers(headers: httpx.Headers) -> None:
 
 @contextlib.asynccontextmanager
 async def open_stream(
-    client: httpx.AsyncClient, listen_id: Any, notifications: dict[str, Any]
+    client: httpx2.AsyncClient, listen_id: Any, notifications: dict[str, Any]
 ) -> AsyncIterator[SSEStream]:
     """POST a listen and yield its SSE stream; leaving the block closes the connection."""
     body = encode(listen(listen_id, notifications))
@@ -162,7 +162,7 @@ async def open_stream(
         yield SSEStream(response, listen_id)
 
 
-async def tool(client: httpx.AsyncClient, name: str, arguments: dict[str, Any]) -> Any:
+async def tool(client: httpx2.AsyncClient, name: str, arguments: dict[str, Any]) -> Any:
     """Call a tool over HTTP (a separate POST) and return its text or structured value."""
     reply = await post(client, call(unique("call"), name, arguments))
     assert reply.status == 200, reply.body[:500]
@@ -173,7 +173,9 @@ async def tool(client: httpx.AsyncClient, name: str, arguments: dict[str, Any]) 
     return result["content"][0]["text"]
 
 
-async def poll(client: httpx.AsyncClient, name: str, expected: Any, within: float = TIMEOUT) -> Any:
+async def poll(
+    client: httpx2.AsyncClient, name: str, expected: Any, within: float = TIMEOUT
+) -> Any:
     """Call a tool until it answers ``expected``; fail after ``within`` seconds."""
     deadline = time.monotonic() + within
     while True:
@@ -197,8 +199,8 @@ def http_subs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HTTPServerPr
 
 
 @pytest.fixture
-async def http(http_subs: HTTPServerProcess) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
+async def http(http_subs: HTTPServerProcess) -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(
         base_url=f"http://127.0.0.1:{http_subs.port}", timeout=TIMEOUT
     ) as client:
         yield client
@@ -209,9 +211,9 @@ async def http(http_subs: HTTPServerProcess) -> AsyncIterator[httpx.AsyncClient]
 
 @pytest.mark.parametrize("listen_id", ["listen-1", 1])
 async def test_http_listen_ack_keepalive_and_changes(
-    http: httpx.AsyncClient, listen_id: Any
+    http: httpx2.AsyncClient, listen_id: Any
 ) -> None:
-    async with httpx.AsyncClient(base_url=http.base_url, timeout=TIMEOUT) as trigger:
+    async with httpx2.AsyncClient(base_url=http.base_url, timeout=TIMEOUT) as trigger:
         filters = {
             "toolsListChanged": True,
             "promptsListChanged": True,
@@ -243,7 +245,7 @@ async def test_http_listen_ack_keepalive_and_changes(
     assert [e["method"] for e in stream.events] == [ACK, TOOLS, PROMPTS, UPDATED]
 
 
-async def test_http_closing_the_stream_ends_the_subscription(http: httpx.AsyncClient) -> None:
+async def test_http_closing_the_stream_ends_the_subscription(http: httpx2.AsyncClient) -> None:
     await poll(http, "listeners", 0)
     async with open_stream(http, "closing", {"toolsListChanged": True}) as stream:
         await stream.ack()
@@ -260,7 +262,7 @@ async def test_http_closing_the_stream_ends_the_subscription(http: httpx.AsyncCl
     await poll(http, "listeners", 0)
 
 
-async def test_http_closing_the_stream_stops_its_keepalive(http: httpx.AsyncClient) -> None:
+async def test_http_closing_the_stream_stops_its_keepalive(http: httpx2.AsyncClient) -> None:
     """After the client closes a listen stream, its SSE keep-alive task ends too (a leaked one
     would run for the life of the process, one per closed listen)."""
     await poll(http, "listeners", 0)
@@ -273,7 +275,7 @@ async def test_http_closing_the_stream_stops_its_keepalive(http: httpx.AsyncClie
     await poll(http, "keepalive_tasks", before, within=3)
 
 
-async def test_http_listen_without_sse_is_invalid_request(http: httpx.AsyncClient) -> None:
+async def test_http_listen_without_sse_is_invalid_request(http: httpx2.AsyncClient) -> None:
     headers = mcp_headers("subscriptions/listen", accept="application/json")
     reply = await post(http, listen(5, {"toolsListChanged": True}), headers)
     assert reply.headers["content-type"] == "application/json"
@@ -283,7 +285,7 @@ async def test_http_listen_without_sse_is_invalid_request(http: httpx.AsyncClien
 
 @pytest.mark.parametrize("notifications", [None, [], "tools"])
 async def test_http_listen_with_bad_filter_is_invalid_params(
-    http: httpx.AsyncClient, notifications: Any
+    http: httpx2.AsyncClient, notifications: Any
 ) -> None:
     message = listen(6, {})
     if notifications is None:
@@ -303,7 +305,7 @@ async def test_http_signal_ends_open_listens_with_their_final_result(
     with subs_http(tmp_path) as srv:
         base = f"http://127.0.0.1:{srv.port}"
         async with (
-            httpx.AsyncClient(base_url=base, timeout=TIMEOUT) as client,
+            httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as client,
             open_stream(client, 1, {"toolsListChanged": True}) as first,
             open_stream(client, "two", {"resourceSubscriptions": [CONFIG]}) as second,
         ):
@@ -336,7 +338,7 @@ async def test_http_workers_end_open_listens_on_a_signal_and_exit(
     env = {"MCPSERVE_STATE_KEYS": generate_key()}
     with http_server_process(tmp_path, args=args, env=env) as srv:
         base = f"http://127.0.0.1:{srv.port}"
-        async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT) as client:
+        async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as client:
             # Both workers answer, whichever gets a connection: four listens on four.
             streams = [open_stream(client, n, {"toolsListChanged": True}) for n in range(4)]
             async with contextlib.AsyncExitStack() as stack:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from legacy_schema import initialize_message
@@ -67,7 +67,7 @@ def call(request_id: Any, tool: str, arguments: dict[str, Any] | None = None, **
 class Tasks:
     """An HTTP client of one server, with the steps every test takes."""
 
-    def __init__(self, http: httpx.AsyncClient) -> None:
+    def __init__(self, http: httpx2.AsyncClient) -> None:
         self.http = http
         self.ids = iter(range(1, 1_000_000))
 
@@ -444,7 +444,7 @@ async def test_listen_for_task_ids_gets_every_status(tmp_path: Path) -> None:
     """Over a real HTTP server (the listen is a stream that stays open)."""
     with http_server_process(tmp_path, args=[sys.executable, str(SERVERS / "tasks.py")]) as srv:
         base = f"http://127.0.0.1:{srv.port}"
-        async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
+        async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
             tasks = Tasks(http)
             created = await tasks.create("confirm")
             task_id = created["taskId"]
@@ -688,8 +688,8 @@ async def test_two_processes_on_redis_share_tasks(tmp_path: Path, redis: RedisSe
     env = {"MCPSERVE_REDIS_URL": redis.url}
     with _served_tasks(tmp_path, env) as one, _served_tasks(tmp_path, env) as two:
         async with (
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{one.port}", timeout=TIMEOUT) as a,
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{two.port}", timeout=TIMEOUT) as b,
+            httpx2.AsyncClient(base_url=f"http://127.0.0.1:{one.port}", timeout=TIMEOUT) as a,
+            httpx2.AsyncClient(base_url=f"http://127.0.0.1:{two.port}", timeout=TIMEOUT) as b,
         ):
             on_one, on_two = Tasks(a), Tasks(b)
             created = await on_one.create("confirm")
@@ -713,7 +713,7 @@ async def test_sqlite_tasks_survive_a_restart(tmp_path: Path) -> None:
     env = {"MCPSERVE_TASK_STORE": f"sqlite:///{tmp_path / 'tasks.db'}",
            "MCPSERVE_TEST_TASK_LEASE": "0.6"}  # fmt: skip
     with _served_tasks(tmp_path, env) as first:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{first.port}",
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{first.port}",
                                      timeout=TIMEOUT) as http:  # fmt: skip
             before = Tasks(http)
             finished = await before.create("sleepy", {"seconds": 0})
@@ -724,7 +724,7 @@ async def test_sqlite_tasks_survive_a_restart(tmp_path: Path) -> None:
         first.process.wait(TIMEOUT)
     await asyncio.sleep(0.8)  # past the dead process's lease
     with _served_tasks(tmp_path, env) as second:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{second.port}",
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{second.port}",
                                      timeout=TIMEOUT) as http:  # fmt: skip
             after = Tasks(http)
             kept = await after.get(finished["taskId"])

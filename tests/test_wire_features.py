@@ -11,7 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from wire_helpers import (
@@ -50,7 +50,7 @@ async def send(request: pytest.FixtureRequest) -> AsyncIterator[Send]:
             yield over_stdio
         return
     srv: HTTPServerProcess = request.getfixturevalue("http")
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.port}", timeout=15) as client:
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{srv.port}", timeout=15) as client:
 
         async def over_http(message: dict[str, Any]) -> Any:
             reply = await post(client, message)

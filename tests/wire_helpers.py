@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from wire_schema import check_notification, check_response
 
@@ -294,7 +294,7 @@ class Reply:
     """An HTTP answer to one POST, decoded and schema-checked."""
 
     status: int
-    headers: httpx.Headers
+    headers: httpx2.Headers
     body: bytes
     messages: list[dict[str, Any]]  # JSON: the one message; SSE: every event
 
@@ -323,7 +323,7 @@ class Reply:
         return self.headers.get("content-type", "").startswith("text/event-stream")
 
 
-def decode_reply(method: str | None, response: httpx.Response) -> Reply:
+def decode_reply(method: str | None, response: httpx2.Response) -> Reply:
     """Decode and validate: JSON bodies as responses, SSE events as notifications+response."""
     content_type = response.headers.get("content-type", "")
     body = response.content
@@ -347,7 +347,7 @@ def decode_reply(method: str | None, response: httpx.Response) -> Reply:
 
 
 async def post(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     message: Any,
     headers: dict[str, str] | None = None,
     *,
@@ -385,9 +385,9 @@ def default_headers(message: Any) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def asgi_client(app: Any, host: str = "127.0.0.1") -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(
+async def asgi_client(app: Any, host: str = "127.0.0.1") -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(
         transport=transport, base_url=f"http://{host}", timeout=TIMEOUT
     ) as client:
         yield client

@@ -33,7 +33,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
+import httpx2
 
 from mcpserve import Client, ClientCredentials, JWTBearer, OAuth, SkillVerificationError
 from mcpserve.client.oauth import OAuthFlow
@@ -95,7 +95,7 @@ REDIRECT_URI = "http://localhost:3000/callback"
 
 async def follow_redirect(url: str) -> str:
     """What a browser reaches from the authorization URL when the user consents at once."""
-    async with httpx.AsyncClient(timeout=10, trust_env=False) as browser:
+    async with httpx2.AsyncClient(timeout=10, trust_env=False) as browser:
         response = await browser.get(url)
     location = response.headers.get("location")
     if not response.is_redirect or not location:

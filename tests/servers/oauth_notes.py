@@ -17,7 +17,7 @@ option              environment                      meaning
 ==================  ===============================  ========================================
 
 It logs as verbosely as it can, to stderr: uvicorn at ``debug`` with its access log, and
-every other logger (mcpserve's, httpx fetching the issuer's keys, ...) at ``DEBUG``, so a
+every other logger (mcpserve's, httpx2 fetching the issuer's keys, ...) at ``DEBUG``, so a
 test that looks for a token in the log looks in everything the server could have written.
 """
 
@@ -78,7 +78,7 @@ def main() -> None:
     if not options.issuer or not options.port:
         parser.error("give --issuer and --port (or MCPSERVE_TEST_ISSUER, MCPSERVE_TEST_HTTP_PORT)")
     public_url = options.public_url or f"http://127.0.0.1:{options.port}/mcp"
-    # Everything at DEBUG (mcpserve, httpx fetching the keys, ...), to stderr.
+    # Everything at DEBUG (mcpserve, httpx2 fetching the keys, ...), to stderr.
     logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
     build(options.issuer, public_url).run(
         "http", host="127.0.0.1", port=int(options.port), log_level="debug", access_log=True

@@ -13,7 +13,7 @@
     @server.tool(scopes=["notes:write"])
     def add_note(text: str) -> str: ...
 
-The verifiers load PyJWT and httpx (``pip install 'mcpserve[auth]'``) when first used;
+The verifiers load PyJWT and httpx2 (``pip install 'mcpserve[auth]'``) when first used;
 ``import mcpserve`` loads none of this package. See ``docs/auth.md``.
 """
 

@@ -12,7 +12,7 @@ reach the host at all ends the search, since every address is on that host.
 :func:`request_json` is the one way the package makes a request: bounded in size, and only
 a 200 with a JSON body counts. Its callers bound it in total time, with an ``asyncio``
 deadline over connecting, waiting and reading (which a server trickling bytes cannot
-stretch, as it can each of httpx's per-operation timeouts). :class:`FetchFailed` says why
+stretch, as it can each of httpx2's per-operation timeouts). :class:`FetchFailed` says why
 for the operator's log; what a client is told is for the caller to say.
 """
 
@@ -23,7 +23,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import httpx2
 
 logger = logging.getLogger("mcpserve.auth")
 
@@ -42,7 +42,7 @@ class FetchFailed(Exception):
         self.reachable = reachable  # False: the host itself did not answer
 
 
-async def request_json(client: httpx.AsyncClient, method: str, url: str, **options: Any) -> Any:
+async def request_json(client: httpx2.AsyncClient, method: str, url: str, **options: Any) -> Any:
     """The JSON body of a 200 answer to one request, read up to :data:`MAX_DOCUMENT_BYTES`.
 
     The caller bounds the time, the whole exchange under one ``asyncio.timeout``.
@@ -56,7 +56,7 @@ async def request_json(client: httpx.AsyncClient, method: str, url: str, **optio
                 body += chunk
                 if len(body) > MAX_DOCUMENT_BYTES:
                     raise FetchFailed(f"{url} answered more than {MAX_DOCUMENT_BYTES} bytes")
-    except (httpx.HTTPError, httpx.InvalidURL) as error:
+    except (httpx2.HTTPError, httpx2.InvalidURL) as error:
         raise FetchFailed(f"{url} could not be fetched: {error!r}", reachable=False) from None
     try:
         return json.loads(body)
@@ -78,7 +78,7 @@ def metadata_urls(issuer: str) -> list[str]:
     return urls
 
 
-async def discover(issuer: str, client: httpx.AsyncClient) -> dict[str, Any]:
+async def discover(issuer: str, client: httpx2.AsyncClient) -> dict[str, Any]:
     """The issuer's metadata document, or :class:`FetchFailed` saying why there is none.
 
     The caller bounds the time the whole search may take, however many addresses it tries.

@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote_plus
 
-import httpx
+import httpx2
 
 from .discovery import FetchFailed, discover, request_json
 from .resource_uri import audience_matches, canonical_audiences
@@ -74,7 +74,7 @@ class IntrospectionVerifier:
         audience: str | Sequence[str] | None = None,
         cache: TokenCache | None = _DEFAULT_CACHE,
         timeout: float = 5.0,
-        http: httpx.AsyncClient | None = None,
+        http: httpx2.AsyncClient | None = None,
     ) -> None:
         if url is None and issuer is None:
             raise ValueError("IntrospectionVerifier needs a url, or an issuer to discover it")
@@ -174,9 +174,9 @@ class IntrospectionVerifier:
                 self.url = url
         return self.url
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> httpx2.AsyncClient:
         if self._http is None:  # made on first use, inside the event loop that uses it
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout))
+            self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(self.timeout))
         return self._http
 
     async def aclose(self) -> None:

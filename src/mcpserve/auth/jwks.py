@@ -28,7 +28,7 @@ import logging
 import time
 from typing import Any
 
-import httpx
+import httpx2
 from jwt import PyJWK
 
 from ..protocol.records import Record
@@ -110,7 +110,7 @@ class KeySet:
         jwks_uri: str | None = None,
         *,
         issuer: str | None = None,
-        http: httpx.AsyncClient | None = None,
+        http: httpx2.AsyncClient | None = None,
         timeout: float = 5.0,
         max_age: float = 3600.0,
         refresh_interval: float = 30.0,
@@ -198,9 +198,9 @@ class KeySet:
             self.jwks_uri = jwks_uri
         return self.jwks_uri
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> httpx2.AsyncClient:
         if self._http is None:  # made on first use, inside the event loop that uses it
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout))
+            self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(self.timeout))
         return self._http
 
     async def aclose(self) -> None:

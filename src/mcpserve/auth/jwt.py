@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import httpx2
 import jwt
 
 from .jwks import SIGNING_ALGORITHMS, KeySet
@@ -107,7 +107,7 @@ class JWTVerifier:
         leeway: float = 30.0,
         cache: TokenCache | None = _DEFAULT_CACHE,
         timeout: float = 5.0,
-        http: httpx.AsyncClient | None = None,
+        http: httpx2.AsyncClient | None = None,
         keys_max_age: float = 3600.0,
         refresh_interval: float = 30.0,
     ) -> None:

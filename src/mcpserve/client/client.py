@@ -24,7 +24,7 @@ first, the ``initialize`` handshake if the server turns out to predate 2026-07-2
 to a handshake-era version, straight to ``initialize``; to another, no probe). In that
 era requests carry no per-request ``_meta`` and the server's own requests (elicitation,
 sampling, roots) are answered by the same input handlers as ``input_required`` rounds.
-HTTP needs ``httpx``, imported only then.
+HTTP needs ``httpx2``, imported only then.
 
 Give handlers to answer multi round-trip requests (elicitation, sampling, roots) as a real
 client does: one per kind, or ``on_input`` for every kind (a per-kind one wins for its
@@ -63,7 +63,7 @@ from .listen import Subscription, notification_filter
 from .notifications import LogHandler, ProgressHandler, Router
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
     from ..server.server import Server
     from .oauth.flow import OAuthFlow
@@ -171,7 +171,7 @@ class Client:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: httpx2.AsyncClient | None = None,
         auth: OAuthFlow | None = None,
         **options: Any,
     ) -> Client:
@@ -449,6 +449,6 @@ class Client:
 def _http_connection(url: str, **options: Any) -> Connection:
     try:
         from .http import HTTPConnection
-    except ImportError as exc:  # httpx is not a dependency of the server side
-        raise ImportError("A Client over HTTP needs httpx: pip install httpx") from exc
+    except ImportError as exc:  # httpx2 is not a dependency of the server side
+        raise ImportError("A Client over HTTP needs httpx2: pip install httpx2") from exc
     return HTTPConnection(url, **options)

@@ -1,6 +1,6 @@
 """How a :class:`~mcpserve.Client` reaches a server over Streamable HTTP, in both eras.
 
-One :class:`HTTPConnection` holds one ``httpx.AsyncClient``: one connection pool, so calls
+One :class:`HTTPConnection` holds one ``httpx2.AsyncClient``: one connection pool, so calls
 made one after another reuse one TCP connection, and calls made at once get one each.
 Every JSON-RPC message is its own POST with ``Accept: application/json, text/event-stream``;
 the answer is read as JSON or as an event stream, whose notifications (progress, log) go to
@@ -32,7 +32,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import httpx2
 
 from ..protocol import constants as c
 from ..protocol.jsonrpc import JSONDict, dumps, loads
@@ -96,7 +96,7 @@ class HTTPConnection:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: httpx2.AsyncClient | None = None,
         connect_timeout: float = 10.0,
         on_notification: NotificationHandler | None = None,
         on_request: RequestHandler | None = None,
@@ -127,7 +127,7 @@ class HTTPConnection:
         #: failed): the next request tries again before it is sent.
         self._forgotten = False
         #: What each HTTP request is sent with: the OAuth flow, or the pool's own setting.
-        self.request_auth: httpx.Auth | httpx._client.UseClientDefault = httpx.USE_CLIENT_DEFAULT
+        self.request_auth: httpx2.Auth | httpx2._client.UseClientDefault = httpx2.USE_CLIENT_DEFAULT
         if auth is not None:
             from .oauth.bearer import BearerAuth  # loaded only for a client with auth=
 
@@ -137,8 +137,8 @@ class HTTPConnection:
 
     async def open(self) -> None:
         if self._http is None:
-            timeout = httpx.Timeout(30.0, connect=self.connect_timeout, read=None, pool=None)
-            self._http = httpx.AsyncClient(timeout=timeout)
+            timeout = httpx2.Timeout(30.0, connect=self.connect_timeout, read=None, pool=None)
+            self._http = httpx2.AsyncClient(timeout=timeout)
 
     def attach(self, on_notification: NotificationHandler, on_request: RequestHandler) -> None:
         """The client's routes, unless the connection was given its own."""
@@ -163,7 +163,7 @@ class HTTPConnection:
             http, self._http = self._http, None
             await http.aclose()
 
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx2.AsyncClient:
         """The pool (open)."""
         if self._http is None:
             raise ConnectionError("the connection is not open")
@@ -191,7 +191,7 @@ class HTTPConnection:
         return headers
 
     @contextlib.asynccontextmanager
-    async def post(self, message: JSONDict) -> AsyncIterator[httpx.Response]:
+    async def post(self, message: JSONDict) -> AsyncIterator[httpx2.Response]:
         """POST one message; the answer's body is left to the caller to read."""
         http = self.client()
         request = http.build_request(
@@ -220,7 +220,7 @@ class HTTPConnection:
             elif method == "tools/call" and await self._relearned(message, response):
                 response = await self._modern_request(message)
             return response
-        except httpx.TransportError as exc:  # the same error as a broken pipe, on any transport
+        except httpx2.TransportError as exc:  # the same error as a broken pipe, on any transport
             raise ConnectionError(f"{message.get('method')}: {exc!r}") from exc
 
     async def _in_session(self, session: Session, message: JSONDict) -> JSONDict:
@@ -258,7 +258,7 @@ class HTTPConnection:
         try:
             async with self.post(message) as response:
                 body = await response.aread()  # read to the end: the connection is reused
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             raise ConnectionError(f"{message.get('method')}: {exc!r}") from exc
         if response.status_code >= 400:
             raise HTTPStatusError(response.status_code, body, message.get("method"))
@@ -277,7 +277,7 @@ class HTTPConnection:
                 raise ConnectionError(f"the server ended the {message['method']} stream early")
             return await self.json_answer(message, response)
 
-    async def json_answer(self, message: JSONDict, response: httpx.Response) -> JSONDict:
+    async def json_answer(self, message: JSONDict, response: httpx2.Response) -> JSONDict:
         body = await response.aread()
         answer = decode(body) if body else None
         if not isinstance(answer, dict) or not is_response(answer):
@@ -286,7 +286,7 @@ class HTTPConnection:
             answer["id"] = message["id"]
         return answer
 
-    async def _messages(self, response: httpx.Response) -> AsyncIterator[Any]:
+    async def _messages(self, response: httpx2.Response) -> AsyncIterator[Any]:
         async for event in events(response.aiter_lines()):
             if event.data:
                 message = decode(event.data)
@@ -321,12 +321,12 @@ class HTTPConnection:
 async def drain(stream: AsyncIterator[Any]) -> None:
     """Read a stream to its end when that is at hand (the answer ends it, as the server
     should), so its connection goes back to the pool; a stream that goes on is closed."""
-    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError):
         async with asyncio.timeout(DRAIN_SECONDS):
             async for _ in stream:
                 pass
 
 
-def is_stream(response: httpx.Response) -> bool:
+def is_stream(response: httpx2.Response) -> bool:
     content_type = response.headers.get("content-type", "")
     return response.status_code == 200 and content_type.startswith("text/event-stream")

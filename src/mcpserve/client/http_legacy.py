@@ -32,7 +32,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING
 
-import httpx
+import httpx2
 
 from ..protocol import constants as c
 from ..protocol.jsonrpc import JSONDict, RequestId
@@ -72,7 +72,7 @@ class Session:
         await self.abandon()
         connection = self.connection
         if connection.session_id is not None:
-            with contextlib.suppress(httpx.HTTPError):
+            with contextlib.suppress(httpx2.HTTPError):
                 await connection.client().delete(
                     connection.url,
                     headers=connection.base_headers(),
@@ -111,7 +111,7 @@ class Session:
             self._pending.pop(request_id, None)
 
     async def _read(
-        self, response: httpx.Response, *, until: asyncio.Future[JSONDict] | None
+        self, response: httpx2.Response, *, until: asyncio.Future[JSONDict] | None
     ) -> tuple[str | None, int | None, int]:
         """Route every message of a stream until ``until`` is answered or the stream ends;
         returns the last event id and retry delay seen, and how many events came."""
@@ -165,7 +165,7 @@ class Session:
         raise ConnectionError(f"no answer after resuming the stream {MAX_RESUMES} times")
 
     @contextlib.asynccontextmanager
-    async def _get(self, last_id: str | None) -> AsyncIterator[httpx.Response]:
+    async def _get(self, last_id: str | None) -> AsyncIterator[httpx2.Response]:
         headers = self.connection.base_headers()
         headers["Accept"] = "text/event-stream"
         if last_id is not None:
@@ -210,7 +210,7 @@ class Session:
                     failures = 0 if count else failures + 1  # not closing at once, forever
                     last_id = seen or last_id
                     retry = new_retry if new_retry is not None else retry
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 logger.debug("The standalone stream failed: %s", exc)
                 if not opened.done():
                     return
@@ -221,7 +221,7 @@ class Session:
         async def run() -> None:
             try:
                 await work
-            except (httpx.HTTPError, ConnectionError) as exc:
+            except (httpx2.HTTPError, ConnectionError) as exc:
                 logger.warning("Could not send to the server: %s", exc)
             except Exception:  # a handler's bug must not pass silently, nor end the stream
                 logger.exception("Answering the server failed")

@@ -1,6 +1,6 @@
 """A lean Streamable HTTP link to a 2026-07-28 upstream: the proxy's hot path.
 
-Every call a proxy forwards is one more HTTP request. httpx, which
+Every call a proxy forwards is one more HTTP request. httpx2, which
 :class:`~mcpserve.client.http.HTTPConnection` is built on, spends about a millisecond of CPU
 on each (its layers, and h11's parsing in pure Python): more than the proxy spends serving
 the call. This link speaks only what the 2026-07-28 wire needs of HTTP/1.1, over keep-alive
@@ -24,7 +24,7 @@ microseconds a request:
 
 The proxy settles the era with the ordinary connection and moves to this link only for a
 2026-07-28 upstream reached by URL with no ``http_client`` or ``http_auth`` of its own:
-handshake-era sessions and custom transports stay on httpx.
+handshake-era sessions and custom transports stay on httpx2.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from .mirror import Mirror
 from .upstream import Upstream, UpstreamTarget
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
     from ..protocol.core import Auth
     from ..server.context import Context
@@ -127,8 +127,8 @@ def proxy_server(
     *,
     name: str = "proxy",
     headers: dict[str, str] | None = None,
-    http_auth: httpx.Auth | None = None,
-    http_client: httpx.AsyncClient | None = None,
+    http_auth: httpx2.Auth | None = None,
+    http_client: httpx2.AsyncClient | None = None,
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     protocol_version: str | None = None,
@@ -140,7 +140,7 @@ def proxy_server(
     ``upstream`` is a URL (Streamable HTTP), a command (a string, split as a shell would,
     or a list: stdio), a :class:`~mcpserve.Server` in this process, or an
     :class:`~.upstream.Upstream`. What reaches the upstream is configured here and nowhere
-    else: ``headers`` and ``http_auth`` (an ``httpx.Auth``) or ``http_client`` for HTTP,
+    else: ``headers`` and ``http_auth`` (an ``httpx2.Auth``) or ``http_client`` for HTTP,
     ``env`` and ``cwd`` for a command; a client's own token is never passed on.
     ``protocol_version`` pins the upstream's era instead of negotiating it. The other
     options are the :class:`~mcpserve.Server`'s own (``auth=`` protects the proxy itself).

@@ -19,7 +19,7 @@ runs after every connection, so the proxy reloads its lists. A stdio upstream fo
 before anything was sent to it is reconnected first, so that request is served.
 
 The client's own token never leaves the proxy (``docs/decisions.md``, "No token
-passthrough"): the upstream sees only what is configured here, ``headers`` and an httpx
+passthrough"): the upstream sees only what is configured here, ``headers`` and an httpx2
 ``auth`` (or an ``http_client`` of your own), and for stdio ``env``.
 """
 
@@ -42,7 +42,7 @@ from ..server.tasks import TASKS_EXTENSION
 from .wire import UpstreamError
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
     from ..client.client import Client
 
@@ -115,8 +115,8 @@ class Upstream:
         target: UpstreamTarget,
         *,
         headers: Mapping[str, str] | None = None,
-        auth: httpx.Auth | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        auth: httpx2.Auth | None = None,
+        http_client: httpx2.AsyncClient | None = None,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         protocol_version: str | None = None,
@@ -136,10 +136,10 @@ class Upstream:
         self.cwd = cwd
         self.protocol_version = protocol_version
         self.connect_timeout = connect_timeout
-        #: Reach a 2026-07-28 URL over the lean link (:mod:`.link`) rather than httpx.
+        #: Reach a 2026-07-28 URL over the lean link (:mod:`.link`) rather than httpx2.
         self.fast_http = fast_http
         self._http_client = http_client
-        self._owned_http: httpx.AsyncClient | None = None
+        self._owned_http: httpx2.AsyncClient | None = None
         self.on_question: QuestionHandler | None = None
         self.on_notification: NotificationHandler | None = None
         self.on_connected: Callable[[], Awaitable[None]] | None = None
@@ -158,7 +158,7 @@ class Upstream:
     # -- connecting ---------------------------------------------------------------------------
 
     def _lean(self) -> bool:
-        """Whether to try the lean link first: a URL, reached with nothing of httpx's own
+        """Whether to try the lean link first: a URL, reached with nothing of httpx2's own
         (no client, no auth given, no HTTP proxy from the environment for it), not pinned
         to the handshake era."""
         if not (self.fast_http and is_url(self.target)) or self._http_client or self.auth:
@@ -172,7 +172,7 @@ class Upstream:
         import urllib.request
         from urllib.parse import urlsplit
 
-        # httpx goes through an HTTP proxy the environment names for the URL; the link cannot.
+        # httpx2 goes through an HTTP proxy the environment names for the URL; the link cannot.
         parts = urlsplit(self.target)
         proxied = urllib.request.getproxies().get(parts.scheme)
         return not proxied or bool(urllib.request.proxy_bypass(parts.hostname or ""))
@@ -201,10 +201,10 @@ class Upstream:
         if is_url(target):
             http = self._http_client
             if http is None and self.auth is not None:
-                import httpx
+                import httpx2
 
-                timeout = httpx.Timeout(30.0, connect=self.connect_timeout, read=None, pool=None)
-                self._owned_http = http = httpx.AsyncClient(auth=self.auth, timeout=timeout)
+                timeout = httpx2.Timeout(30.0, connect=self.connect_timeout, read=None, pool=None)
+                self._owned_http = http = httpx2.AsyncClient(auth=self.auth, timeout=timeout)
             return Client.http(target, headers=self.headers, http_client=http, **options)
         return Client.stdio(list(target), env=self.env, cwd=self.cwd, negotiate=True, **options)
 

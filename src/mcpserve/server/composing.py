@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
     from typing_extensions import Unpack
 
     from .middleware import Middleware
@@ -64,13 +64,13 @@ class Composing:
         cls,
         spec: Mapping[str, Any] | str | bytes,
         *,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         name: str | None = None,
         version: str | None = None,
         **selection: Unpack[OpenAPISelection],
     ) -> Server[Any]:
         """A server whose tools are an HTTP API's operations, called with ``client`` (an
-        ``httpx.AsyncClient``; auth and base URL are its own). ``spec``: an OpenAPI 3.0/3.1
+        ``httpx2.AsyncClient``; auth and base URL are its own). ``spec``: an OpenAPI 3.0/3.1
         document as a dict or JSON text, or its URL, fetched with ``client`` when the server
         starts. Name and version default to the document's ``info``. See
         :mod:`mcpserve.server.openapi` and ``docs/openapi.md``."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    import httpx
+    import httpx2
 
     from .apps import App, AppOptions
     from .openapi import OpenAPISelection
@@ -137,7 +137,7 @@ class Registering:
         self,
         spec: Mapping[str, Any] | str | bytes,
         *,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         **selection: Unpack[OpenAPISelection],
     ) -> list[Tool]:
         """Register a tool per operation of an OpenAPI 3.0/3.1 document (a dict or JSON text),

@@ -41,7 +41,7 @@ def build_http_app(
     resource_server = None
     chosen = auth if auth is not None else server.auth
     if chosen is not None:
-        from ..auth.resource import as_resource_server  # loads nothing of JOSE or httpx
+        from ..auth.resource import as_resource_server  # loads nothing of JOSE or httpx2
 
         resource_server = as_resource_server(chosen)
         # The URL tokens are issued for is the one clients use: its host is allowed.

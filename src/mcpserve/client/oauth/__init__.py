@@ -17,7 +17,7 @@ discovery, checked), :mod:`.authorization_code`, :mod:`.client_credentials` and
 :mod:`.jwt_bearer` (the grants; the last two share :mod:`.unattended`), :mod:`.endpoints`
 (registration, token requests, client authentication, with :mod:`.assertion` for
 ``private_key_jwt``), :mod:`.redirect` (the browser and the redirect back), :mod:`.tokens`
-(what is kept, and where). It needs httpx; ``docs/auth.md`` ("The client side") is the guide.
+(what is kept, and where). It needs httpx2; ``docs/auth.md`` ("The client side") is the guide.
 """
 
 from .authorization_code import OAuth as OAuth

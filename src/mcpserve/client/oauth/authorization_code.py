@@ -21,7 +21,7 @@ import secrets
 from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-import httpx
+import httpx2
 
 from .endpoints import register_client, request_tokens
 from .errors import OAuthError
@@ -123,7 +123,7 @@ class OAuth(OAuthFlow):
         return self.client_metadata_url is not None and issuer.client_id_metadata_document_supported
 
     async def _client(
-        self, issuer: IssuerMetadata, redirect_uri: str, http: httpx.AsyncClient
+        self, issuer: IssuerMetadata, redirect_uri: str, http: httpx2.AsyncClient
     ) -> ClientRegistration:
         known = await self._known_client(issuer)
         if known is not None and _redirect_registered(known, redirect_uri):
@@ -157,7 +157,7 @@ class OAuth(OAuthFlow):
 
     async def _obtain(
         self,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         resource: ResourceMetadata,
         issuer: IssuerMetadata,
         scopes: tuple[str, ...] | None,

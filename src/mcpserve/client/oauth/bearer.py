@@ -1,4 +1,4 @@
-"""How an HTTP connection carries OAuth: an ``httpx.Auth`` around every request it sends.
+"""How an HTTP connection carries OAuth: an ``httpx2.Auth`` around every request it sends.
 
 :class:`BearerAuth` is built by :class:`~mcpserve.client.http.HTTPConnection` for its
 endpoint and passed on each of its requests (POSTs, the handshake era's GET stream and
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Generator
 
-import httpx
+import httpx2
 
 from .challenge import bearer_challenge
 from .errors import OAuthError
@@ -34,28 +34,28 @@ from .tokens import Tokens
 _MAX_REFUSALS = 2
 
 
-def _with_token(request: httpx.Request, tokens: Tokens | None) -> httpx.Request:
+def _with_token(request: httpx2.Request, tokens: Tokens | None) -> httpx2.Request:
     if tokens is not None:
         request.headers["Authorization"] = f"Bearer {tokens.access_token}"
     return request
 
 
-class BearerAuth(httpx.Auth):
+class BearerAuth(httpx2.Auth):
     """OAuth bearer tokens for the requests of one connection to ``server_url``."""
 
     def __init__(
-        self, flow: OAuthFlow, server_url: str, http: Callable[[], httpx.AsyncClient]
+        self, flow: OAuthFlow, server_url: str, http: Callable[[], httpx2.AsyncClient]
     ) -> None:
         self.flow = flow
         self.server_url = server_url
         self._http = http
 
-    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
-        raise RuntimeError("OAuth works with an httpx.AsyncClient only")
+    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        raise RuntimeError("OAuth works with an httpx2.AsyncClient only")
 
     async def async_auth_flow(
-        self, request: httpx.Request
-    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         http = self._http()
         tokens = await self.flow.token(self.server_url, http)
         response = yield _with_token(request, tokens)

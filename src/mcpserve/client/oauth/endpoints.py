@@ -29,7 +29,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httpx
+import httpx2
 
 from ...auth.discovery import MAX_DOCUMENT_BYTES
 from ...protocol.jsonrpc import loads
@@ -96,7 +96,7 @@ def registration_auth_method(issuer: IssuerMetadata) -> str:
 
 
 async def _answer(
-    http: httpx.AsyncClient, method: str, url: str, what: str, **options: Any
+    http: httpx2.AsyncClient, method: str, url: str, what: str, **options: Any
 ) -> tuple[int, Any]:
     """The status and JSON body (``None`` if not JSON) of one bounded request."""
     body = bytearray()
@@ -109,7 +109,7 @@ async def _answer(
                         f"{what} at {url} answered more than {MAX_DOCUMENT_BYTES} bytes"
                     )
             status = response.status_code
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise OAuthError(f"{what} at {url} failed: {exc!r}") from None
     try:
         return status, loads(bytes(body), exact_integers=False) if body else None
@@ -127,7 +127,7 @@ def _refusal(what: str, url: str, status: int, answer: Any) -> OAuthError:
 
 
 async def request_tokens(
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     issuer: IssuerMetadata,
     client: ClientRegistration,
     form: dict[str, str],
@@ -172,7 +172,7 @@ async def request_tokens(
 
 
 async def register_client(
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     issuer: IssuerMetadata,
     *,
     client_name: str,

@@ -37,7 +37,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-import httpx
+import httpx2
 
 from ...auth.resource_uri import canonical_resource
 from .challenge import BearerChallenge
@@ -99,7 +99,7 @@ class OAuthFlow(ABC):
 
     # -- what the connection asks ---------------------------------------------------------------
 
-    async def token(self, server_url: str, http: httpx.AsyncClient) -> Tokens | None:
+    async def token(self, server_url: str, http: httpx2.AsyncClient) -> Tokens | None:
         """The tokens to send to ``server_url`` now (renewed first if they have expired)."""
         key = canonical_resource(server_url)
         tokens = await self.storage.load_tokens(key)
@@ -116,7 +116,7 @@ class OAuthFlow(ABC):
         server_url: str,
         challenge: BearerChallenge,
         sent: Tokens | None,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         *,
         may_refresh: bool,
     ) -> tuple[Tokens, bool]:
@@ -138,7 +138,7 @@ class OAuthFlow(ABC):
         server_url: str,
         challenge: BearerChallenge,
         sent: Tokens | None,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
     ) -> Tokens | None:
         """New tokens with more scope after a 403 ``insufficient_scope``; ``None`` when
         asking again cannot help (every challenged scope is already held, or none named)."""
@@ -180,7 +180,7 @@ class OAuthFlow(ABC):
         server_url: str,
         challenge: BearerChallenge,
         scopes: tuple[str, ...] | None,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
     ) -> Tokens:
         resource = await self._bounded(
             fetch_resource_metadata(http, server_url, challenge.resource_metadata, self.timeout),
@@ -196,7 +196,7 @@ class OAuthFlow(ABC):
         return tokens
 
     async def _choose_issuer(
-        self, resource: ResourceMetadata, http: httpx.AsyncClient
+        self, resource: ResourceMetadata, http: httpx2.AsyncClient
     ) -> IssuerMetadata:
         failures: list[str] = []
         for issuer in resource.authorization_servers:
@@ -206,7 +206,7 @@ class OAuthFlow(ABC):
                 failures.append(str(failure))
         raise OAuthError(" ".join(failures))
 
-    async def _issuer(self, issuer: str, http: httpx.AsyncClient) -> IssuerMetadata:
+    async def _issuer(self, issuer: str, http: httpx2.AsyncClient) -> IssuerMetadata:
         known = self._issuers.get(issuer)
         if known is None:
             known = await self._bounded(
@@ -235,7 +235,7 @@ class OAuthFlow(ABC):
             client_assertion=self.client_assertion,
         )
 
-    async def _refresh(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:
+    async def _refresh(self, key: str, tokens: Tokens, http: httpx2.AsyncClient) -> Tokens | None:
         """``tokens`` refreshed (and stored), or ``None`` if they cannot be."""
         if tokens.refresh_token is None or tokens.issuer is None or tokens.resource is None:
             return None
@@ -259,7 +259,7 @@ class OAuthFlow(ABC):
 
     # -- what each grant does -------------------------------------------------------------------
 
-    async def _renew(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:
+    async def _renew(self, key: str, tokens: Tokens, http: httpx2.AsyncClient) -> Tokens | None:
         """Tokens to replace refused or expired ``tokens`` without a new authorization."""
         return await self._refresh(key, tokens, http)
 
@@ -270,7 +270,7 @@ class OAuthFlow(ABC):
     @abstractmethod
     async def _obtain(
         self,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         resource: ResourceMetadata,
         issuer: IssuerMetadata,
         scopes: tuple[str, ...] | None,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import httpx2
 
 from ...auth.discovery import FetchFailed, metadata_urls, request_json
 from ...auth.resource_uri import canonical_resource
@@ -130,7 +130,7 @@ def _strings(value: Any) -> tuple[str, ...] | None:
 
 
 async def fetch_resource_metadata(
-    http: httpx.AsyncClient, server_url: str, challenge_url: str | None, http_timeout: float
+    http: httpx2.AsyncClient, server_url: str, challenge_url: str | None, http_timeout: float
 ) -> ResourceMetadata:
     """The protected resource metadata of the endpoint ``server_url`` (the caller bounds
     the total time); :class:`OAuthError` saying what each address answered otherwise."""
@@ -166,7 +166,7 @@ async def fetch_resource_metadata(
 
 
 async def fetch_issuer_metadata(
-    http: httpx.AsyncClient, issuer: str, http_timeout: float
+    http: httpx2.AsyncClient, issuer: str, http_timeout: float
 ) -> IssuerMetadata:
     """The metadata of the authorization server ``issuer``, checked (the caller bounds the
     total time); :class:`OAuthError` saying what each address answered otherwise."""

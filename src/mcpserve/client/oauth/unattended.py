@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-import httpx
+import httpx2
 
 from .endpoints import request_tokens
 from .errors import OAuthError
@@ -51,7 +51,7 @@ class UnattendedGrant(OAuthFlow):
 
     async def _obtain(
         self,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         resource: ResourceMetadata,
         issuer: IssuerMetadata,
         scopes: tuple[str, ...] | None,
@@ -60,7 +60,7 @@ class UnattendedGrant(OAuthFlow):
 
     async def _grant(
         self,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         issuer: IssuerMetadata,
         resource: str,
         scopes: tuple[str, ...] | None,
@@ -75,7 +75,7 @@ class UnattendedGrant(OAuthFlow):
             f"The {self.request_name} at {issuer.issuer}",
         )  # fmt: skip
 
-    async def _renew(self, key: str, tokens: Tokens, http: httpx.AsyncClient) -> Tokens | None:
+    async def _renew(self, key: str, tokens: Tokens, http: httpx2.AsyncClient) -> Tokens | None:
         refreshed = await self._refresh(key, tokens, http)
         if refreshed is not None or tokens.issuer is None or tokens.resource is None:
             return refreshed

@@ -12,7 +12,7 @@ document happens once, at registration:
 3. each becomes a tool: its name from ``operationId`` (or method and path), its arguments
    and ``inputSchema`` from its parameters and body (:mod:`.arguments`), its
    ``outputSchema`` from its 2xx JSON responses (:mod:`.schemas`), its annotations from the
-   method; calls are sent with the user's ``httpx.AsyncClient`` (:mod:`.calls`).
+   method; calls are sent with the user's ``httpx2.AsyncClient`` (:mod:`.calls`).
 
 An operation that cannot be a tool (a reference out of the document, a body only in
 ``multipart/form-data``) is skipped with a warning in the log, unless ``operation_ids``
@@ -35,7 +35,7 @@ from typing_extensions import Unpack
 from .schemas import Translator, UnsupportedSchema, follow_refs
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
     from ..registered import Pool
     from ..registering import Registering
@@ -118,7 +118,7 @@ def is_url(spec: object) -> bool:
     return bool(stripped) and stripped[0] not in "{[" and not any(c.isspace() for c in stripped)
 
 
-async def fetch_openapi(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+async def fetch_openapi(client: httpx2.AsyncClient, url: str) -> dict[str, Any]:
     """Fetch an OpenAPI document with ``client`` (a URL relative to its ``base_url`` works).
 
     >>> spec = await fetch_openapi(client, "/openapi.json")
@@ -133,7 +133,7 @@ async def fetch_openapi(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
 def operation_tools(
     spec: Mapping[str, Any] | str | bytes,
     *,
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     pool: Pool,
     taken: Collection[str] = (),
     **selection: Unpack[OpenAPISelection],
@@ -203,7 +203,7 @@ def add_openapi(
     server: Registering,
     spec: Mapping[str, Any] | str | bytes,
     *,
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     **selection: Unpack[OpenAPISelection],
 ) -> list[OperationTool]:
     """Register a tool per chosen operation on ``server`` (all or none)."""
@@ -218,7 +218,7 @@ def server_from_openapi(
     cls: type[S],
     spec: Mapping[str, Any] | str | bytes,
     *,
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     name: str | None = None,
     version: str | None = None,
     **selection: Unpack[OpenAPISelection],
@@ -252,17 +252,17 @@ def server_from_openapi(
 
 def _check_client(client: object) -> None:
     try:
-        import httpx
+        import httpx2
     except ModuleNotFoundError as exc:
-        if exc.name != "httpx":
+        if exc.name != "httpx2":
             raise
         raise ModuleNotFoundError(
-            "OpenAPI tools call the API with httpx, which the http extra installs: pip install "
+            "OpenAPI tools call the API with httpx2, which the http extra installs: pip install "
             '"mcpserve[http]"',
-            name="httpx",
+            name="httpx2",
         ) from None
-    if not isinstance(client, httpx.AsyncClient):
-        raise TypeError(f"client must be an httpx.AsyncClient, not {type(client).__name__}")
+    if not isinstance(client, httpx2.AsyncClient):
+        raise TypeError(f"client must be an httpx2.AsyncClient, not {type(client).__name__}")
 
 
 def _check_options(selection: Mapping[str, Any]) -> None:
@@ -303,7 +303,7 @@ def _operations(document: dict[str, Any]) -> Iterator[tuple[OpenAPIOperation, di
             )
 
 
-def _server_url(document: dict[str, Any], client: httpx.AsyncClient) -> str:
+def _server_url(document: dict[str, Any], client: httpx2.AsyncClient) -> str:
     """What goes before each path: nothing when the client has a ``base_url`` (it wins),
     else the document's first server URL, which must then be absolute."""
     if str(client.base_url):
@@ -318,7 +318,7 @@ def _server_url(document: dict[str, Any], client: httpx.AsyncClient) -> str:
         if url.startswith(("http://", "https://")):
             return url.rstrip("/")
     raise ValueError("The client has no base_url and the document names no absolute server "
-                     "URL: give the client one, httpx.AsyncClient(base_url=...)")  # fmt: skip
+                     "URL: give the client one, httpx2.AsyncClient(base_url=...)")  # fmt: skip
 
 
 def _tool_name(prefix: str, operation: OpenAPIOperation) -> str:

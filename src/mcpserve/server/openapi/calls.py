@@ -14,7 +14,7 @@ What the client sees:
   first few hundred characters of the body, an API that cannot be reached, an answer that
   does not match the document. Nothing of the exception's traceback goes to the client.
 
-The request is the user's ``httpx.AsyncClient``'s: its base URL, headers, auth, cookies and
+The request is the user's ``httpx2.AsyncClient``'s: its base URL, headers, auth, cookies and
 timeouts apply, and nothing of the MCP request (its token, its headers) is added.
 """
 
@@ -24,7 +24,7 @@ import base64
 import re
 from typing import Any
 
-import httpx
+import httpx2
 import orjson
 
 from ...protocol.errors import ToolError
@@ -51,7 +51,7 @@ class OperationTool(Tool):
 class Call:
     """Sends one operation's requests with the user's client."""
 
-    def __init__(self, client: httpx.AsyncClient, method: str, plan: Plan, *,
+    def __init__(self, client: httpx2.AsyncClient, method: str, plan: Plan, *,
                  server_url: str = "") -> None:  # fmt: skip
         self.client = client
         self.method = method
@@ -72,7 +72,7 @@ class Call:
                 headers=request.headers or None,
                 content=request.content,
             )
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
             detail = _short(str(exc)) or "no detail"
             reason = f"the API could not be reached ({type(exc).__name__}: {detail})"
             raise ToolError(f"{label} failed: {reason}") from None
@@ -82,7 +82,7 @@ class Call:
             raise ToolError(f"{label} answered {status}" + (f": {excerpt}" if excerpt else ""))
         return self._success(label, status, response)
 
-    def _success(self, label: str, status: str, response: httpx.Response) -> dict[str, Any]:
+    def _success(self, label: str, status: str, response: httpx2.Response) -> dict[str, Any]:
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
         body = response.content
         if body and _is_json(media):
@@ -105,7 +105,7 @@ class Call:
         return {"content": [_block(status, media, response)]}
 
 
-def _block(status: str, media: str, response: httpx.Response) -> dict[str, Any]:
+def _block(status: str, media: str, response: httpx2.Response) -> dict[str, Any]:
     body = response.content
     if not body:
         return text(f"The API answered {status} (no body).")
