@@ -115,13 +115,19 @@ FACTORIES = {
 }
 
 
-async def measure(framework: str, scenario: Scenario, duration: float) -> dict[str, Any]:
+async def measure(
+    framework: str, scenario: Scenario, duration: float, count: int = 0
+) -> dict[str, Any]:
     context, bind = FACTORIES[framework](scenario)
     async with context as client:
         call = bind(client)
         scenario.check(await call())
         for _ in range(WARMUP_CALLS):
             await call()
+        if count:  # exactly this many more: for counting instructions (ab.py)
+            for _ in range(count):
+                await call()
+            return {"requests": count}
         calls = 0
         cpu0, wall0 = time.process_time(), time.perf_counter()
         stop = wall0 + duration
@@ -147,10 +153,12 @@ def main() -> None:
     parser.add_argument("framework", choices=sorted(FACTORIES))
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--scenarios", default="echo,model,list50,resource")
+    parser.add_argument("--count", type=int, default=0, help="make exactly N calls, untimed")
     args = parser.parse_args()
     results = {}
     for key in args.scenarios.split(","):
-        results[key] = asyncio.run(measure(args.framework, SCENARIOS[key], args.duration))
+        measured = measure(args.framework, SCENARIOS[key], args.duration, args.count)
+        results[key] = asyncio.run(measured)
     print(json.dumps(results))
 
 

@@ -124,7 +124,8 @@ class ChildRuntime(Runtime):
     def __init__(self, answering: Runtime, lifespan_state: Any) -> None:
         super().__init__(client_logging=answering.client_logging,
                          client_timeout_seconds=answering.client_timeout_seconds,
-                         answers_without_state=answering.answers_without_state)  # fmt: skip
+                         answers_without_state=answering.answers_without_state,
+                         loop_watch=answering.loop_watch)  # fmt: skip
         self.answering = answering
         self.lifespan_state = lifespan_state
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Iterable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -70,7 +71,7 @@ class Registered(abc.ABC):
 
     # Plain classes, not dataclasses: compared by identity, and dataclass method generation
     # would cost a noticeable share of a stdio server's cold start.
-    __slots__ = ("arguments", "fn", "invoke", "key", "scopes", "synchronous", "wire")
+    __slots__ = ("arguments", "fn", "inline", "invoke", "key", "scopes", "synchronous", "wire")
 
     def __init__(
         self,
@@ -88,8 +89,12 @@ class Registered(abc.ABC):
         self.key = key
         self.arguments: ArgumentSpec = inspect_arguments(fn, context_type=Context, strict=strict)
         self.invoke = make_invoker(fn, blocking=blocking, pool=pool)
-        #: A plain function run inline: it never waits, so nothing can cancel it mid-call.
-        self.synchronous = is_synchronous(self.invoke)
+        #: A plain function run on the event loop (not in the thread pool): its calls are
+        #: timed, and one that holds the loop too long is named (:mod:`.loop_watch`).
+        self.inline = is_synchronous(self.invoke)
+        #: Answered inline: it never waits, so nothing can cancel it mid-call. Cleared for
+        #: kinds whose calls may wait around the function (a task, middleware).
+        self.synchronous = self.inline
         self.wire: dict[str, Any] = wire or {}
         #: What an authenticated caller must have been granted to see and use it.
         self.scopes = _scope_set(scopes)
@@ -105,11 +110,18 @@ class Registered(abc.ABC):
 
     async def run(self, arguments: Any, ctx: Context) -> dict[str, Any]:
         """One call of the function for one request: its result, or what it failed as."""
+        started = 0.0
         try:
             kwargs = self.bind(self.admit(arguments, ctx), ctx)
+            if self.inline:
+                started = perf_counter()
             value = await self.invoke(kwargs)
         except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            if started:
+                self._watch_loop(started, ctx)
             return self.failed(exc, ctx)
+        if started:
+            self._watch_loop(started, ctx)
         return self.finished(value, ctx)
 
     def run_inline(
@@ -120,14 +132,27 @@ class Registered(abc.ABC):
         Returns an awaitable only in the odd case of a plain function that hands back one (a
         coroutine made by a helper, say).
         """
+        started = 0.0
         try:
             kwargs = self.bind(self.admit(arguments, ctx), ctx)
+            started = perf_counter()
             value = self.fn(**kwargs)
         except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            if started:
+                self._watch_loop(started, ctx)
             return self.failed(exc, ctx)
+        held = perf_counter() - started
+        if held > ctx.runtime.loop_watch.seconds:
+            ctx.runtime.loop_watch.held(self.fn, type(self).__name__, self.key, held)
         if hasattr(type(value), "__await__"):
             return self._finish_awaited(value, ctx)
         return self.finished(value, ctx)
+
+    def _watch_loop(self, started: float, ctx: Context) -> None:
+        held = perf_counter() - started
+        watch = ctx.runtime.loop_watch
+        if held > watch.seconds:
+            watch.held(self.fn, type(self).__name__, self.key, held)
 
     async def _finish_awaited(self, awaitable: Awaitable[Any], ctx: Context) -> dict[str, Any]:
         try:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
+from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
+
 if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
 
@@ -22,7 +24,7 @@ class Runtime:
     """Shared, per server: made once, read by every request's context."""
 
     __slots__ = ("_sealer", "_state_options", "answers_without_state", "client_logging",
-                 "client_timeout_seconds", "lifespan_state")  # fmt: skip
+                 "client_timeout_seconds", "lifespan_state", "loop_watch")  # fmt: skip
 
     def __init__(
         self,
@@ -33,6 +35,7 @@ class Runtime:
         state_ttl_seconds: float = 300.0,
         max_input_rounds: int = 10,
         answers_without_state: AnswersWithoutState = "ask",
+        loop_watch: LoopWatch | None = None,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -45,6 +48,8 @@ class Runtime:
         self.client_timeout_seconds = client_timeout_seconds
         #: What the server's lifespan yielded, while it runs; None otherwise.
         self.lifespan_state: Any = None
+        #: Names a plain function that holds the event loop too long (:mod:`.loop_watch`).
+        self.loop_watch = loop_watch or LoopWatch(DEFAULT_BLOCKING_WARNING_SECONDS)
         self._state_options = (state_keys, state_ttl_seconds, max_input_rounds)
         self._sealer: StateSealer | None = None
 

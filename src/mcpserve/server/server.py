@@ -43,6 +43,7 @@ from .context import Context
 from .custom import CustomMethod
 from .extending import Extending
 from .legacy import Legacy
+from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .methods import MethodTable, method_table
 from .middleware import Middleware
 from .registering import Registering
@@ -118,6 +119,7 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         client_logging: bool = False,
         lifespan: Lifespan[StateT] | None = None,
         max_threads: int | None = None,
+        blocking_warning_seconds: float | None = DEFAULT_BLOCKING_WARNING_SECONDS,
         server_info_in_results: bool = True,
         extensions: dict[str, dict[str, Any]] | None = None,
         state_keys: list[tuple[str, bytes]] | None = None,
@@ -165,7 +167,8 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
                                client_timeout_seconds=legacy_client_timeout_seconds,
                                state_keys=state_keys, state_ttl_seconds=state_ttl_seconds,
                                max_input_rounds=max_input_rounds,
-                               answers_without_state=answers_without_state)  # fmt: skip
+                               answers_without_state=answers_without_state,
+                               loop_watch=LoopWatch(blocking_warning_seconds))  # fmt: skip
         #: The Redis every process of this server shares: the subscription bus, handshake-era
         #: sessions over HTTP. None: each process keeps its own.
         self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
