@@ -942,6 +942,6 @@ def test_without_httpx_the_error_names_the_http_extra() -> None:
     done = subprocess.run([sys.executable, "-c", WITHOUT_HTTPX], capture_output=True,
                           text=True, timeout=30, check=True)  # fmt: skip
     assert done.stdout.strip() == (
-        "OpenAPI tools call the API with httpx2, which the http extra installs: pip install "
-        '"mcpserve[http]"'
+        "Server.from_openapi (tools from an OpenAPI document) needs httpx2, which the http "
+        'extra installs: pip install "mcpserve[http]"'
     )

@@ -17,6 +17,8 @@
 import importlib
 import typing
 
+from ._extras import MissingExtra as MissingExtra
+from ._extras import needs_extra as _needs_extra
 from .protocol.constants import LATEST_VERSION as LATEST_VERSION
 from .protocol.core import Auth as Auth
 from .protocol.errors import InsufficientScope as InsufficientScope
@@ -125,7 +127,8 @@ def __getattr__(name: str) -> typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    with _needs_extra(f"mcpserve.{name}"):
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value  # later lookups skip this function
     return value
 
@@ -136,6 +139,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "LATEST_VERSION",
+    "MissingExtra",
     "App",
     "AppCSP",
     "Audio",

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._extras import needs_extra
+
 if TYPE_CHECKING:
     from .client.client import Client
     from .server.server import Server
@@ -142,16 +144,8 @@ def serve_http(
     Waits at most ``timeout`` seconds for uvicorn to start (the server's lifespan included),
     and as long again for it to stop. ``app_options`` go to :meth:`Server.http_app`.
     """
-    try:
+    with needs_extra("Serving HTTP in a test (mcp_http_url)"):
         import uvicorn
-    except ModuleNotFoundError as exc:
-        if exc.name != "uvicorn":
-            raise
-        raise ModuleNotFoundError(
-            "Serving HTTP needs uvicorn, which the http extra installs: "
-            'pip install "mcpserve[http]"',
-            name="uvicorn",
-        ) from None
 
     app = server.http_app(path, **app_options)
     # Bound here and handed over: the port is ours before uvicorn starts, no race for it.

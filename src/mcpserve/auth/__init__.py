@@ -20,6 +20,8 @@ The verifiers load PyJWT and httpx2 (``pip install 'mcpserve[auth]'``) when firs
 import importlib
 import typing
 
+from .._extras import needs_extra
+
 if typing.TYPE_CHECKING:
     from .introspection import IntrospectionVerifier as IntrospectionVerifier
     from .jwt import JWTVerifier as JWTVerifier
@@ -46,7 +48,8 @@ def __getattr__(name: str) -> typing.Any:
     module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    with needs_extra(f"mcpserve.auth.{name}", extra="auth"):
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 

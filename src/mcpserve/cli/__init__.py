@@ -16,10 +16,12 @@ prompts go to stderr, so stdout carries only results and can be piped.
 
 from __future__ import annotations
 
-#: What the command says instead of a traceback when an optional dependency is missing.
-NEEDS_CLI = (
-    'The mcpserve command needs click, which the cli extra installs: pip install "mcpserve[cli]"'
-)
+from typing import Any
+
+from .._extras import MissingExtra, missing_extra
+
+#: What the command says instead of a traceback when click is missing.
+NEEDS_CLI = str(missing_extra("The mcpserve command", "click"))
 
 try:
     import click
@@ -39,7 +41,19 @@ from .use import call, inspect, prompt, read  # noqa: E402
 __all__ = ["NEEDS_CLI", "NEEDS_HTTP", "load_server", "main", "require_uvicorn", "worker_app"]
 
 
-@click.group()
+class Commands(click.Group):
+    """The command group: an optional dependency found missing while a command runs (the
+    user's server importing ``mcpserve.auth`` without PyJWT, say) is one line and exit
+    status 1, as any other error the command reports."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MissingExtra as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=Commands)
 @click.version_option(package_name="mcpserve")
 def main() -> None:
     """Run, inspect, call and install mcpserve servers."""

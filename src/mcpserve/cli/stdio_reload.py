@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._extras import needs_extra
 from ..protocol import constants as c
 from ..protocol.jsonrpc import dumps
 from .terminal import say
@@ -165,7 +166,8 @@ def _key(request_id: Any) -> str:
 
 async def relay_stdio(target: str, watched: Path) -> None:
     """Serve ``target`` over this process's stdio, restarting it when ``watched`` changes."""
-    from watchfiles import PythonFilter, awatch
+    with needs_extra("mcpserve run --reload over stdio"):
+        from watchfiles import PythonFilter, awatch
 
     out = sys.stdout.buffer
 

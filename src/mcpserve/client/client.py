@@ -47,6 +47,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from .._extras import needs_extra
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
@@ -447,8 +448,6 @@ class Client:
 
 
 def _http_connection(url: str, **options: Any) -> Connection:
-    try:
+    with needs_extra("A Client over HTTP"):  # httpx2 is not a dependency of the server side
         from .http import HTTPConnection
-    except ImportError as exc:  # httpx2 is not a dependency of the server side
-        raise ImportError("A Client over HTTP needs httpx2: pip install httpx2") from exc
     return HTTPConnection(url, **options)

@@ -29,6 +29,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .._extras import needs_extra
 from .assets import asset_routes
 
 if TYPE_CHECKING:
@@ -79,16 +80,8 @@ def serve_dev(
     Prints the page's URL and the MCP endpoint's to ``out`` (default stdout) once the port
     is bound. ``app_options`` go to :meth:`Server.http_app` (``allowed_hosts``, ...).
     """
-    try:
+    with needs_extra("The dev page"):
         import uvicorn
-    except ModuleNotFoundError as exc:  # mcpserve installed without the http extra
-        if exc.name != "uvicorn":
-            raise
-        raise ModuleNotFoundError(
-            "The dev page needs uvicorn, which the http extra installs: "
-            'pip install "mcpserve[http]"',
-            name="uvicorn",
-        ) from None
     from ..transports.serve import end_listens_on_exit_signals
 
     app = dev_app(server, path, bind_host=host, **app_options)

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from .._extras import require
 from .bus import Deliver, Event
 
 logger = logging.getLogger("mcpserve.bus")
@@ -37,6 +38,7 @@ class RedisBus:
         channel: str = DEFAULT_CHANNEL,
         max_backoff_seconds: float = 5.0,
     ) -> None:
+        require("redis", "A Redis subscription bus (redis_url=, MCPSERVE_REDIS_URL)")
         self.url = url
         self.channel = channel
         self.max_backoff_seconds = max_backoff_seconds

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Any
 
+from .._extras import require
 from .redis_bus import redact
 
 
@@ -30,6 +31,7 @@ class RedisLink:
         consequence: str,
         error: type[Exception],
     ) -> None:
+        require("redis", f"{name} on Redis")
         self.url = url
         self.available = True
         self._logger = logger

@@ -29,6 +29,7 @@ import importlib.util
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._extras import missing_extra
 from ..protocol.core import Handler
 from ..protocol.errors import MCPError
 from .context import Context
@@ -49,9 +50,7 @@ def tracer_for(tracing: Tracing) -> Any | None:
         from opentelemetry import trace
     except ImportError:
         if tracing is True:
-            raise ImportError(
-                'Server(tracing=True) needs opentelemetry-api: pip install "mcpserve[otel]"'
-            ) from None
+            raise missing_extra("Server(tracing=True)", "opentelemetry") from None
         return None
     if tracing is None or tracing is True:
         provider = trace.get_tracer_provider()

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from .._extras import needs_extra
 from .http import Authenticate, HTTPApp
 from .origin import OriginPolicy
 
@@ -87,16 +88,8 @@ def run_http(
     and scheme from ``X-Forwarded-*`` (``proxy_headers``): mcpserve reads neither, and it
     costs about a tenth of a request's time.
     """
-    try:
+    with needs_extra('server.run("http")'):
         import uvicorn
-    except ModuleNotFoundError as exc:  # mcpserve installed without the http extra
-        if exc.name != "uvicorn":
-            raise
-        raise ModuleNotFoundError(
-            'server.run("http") needs uvicorn, which the http extra installs: '
-            'pip install "mcpserve[http]"',
-            name="uvicorn",
-        ) from None
 
     app = build_http_app(server, path, bind_host=host, **app_options)
 

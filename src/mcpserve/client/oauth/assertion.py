@@ -19,6 +19,7 @@ import os
 import time
 from typing import Any
 
+from ..._extras import needs_extra
 from .errors import OAuthError
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -52,13 +53,8 @@ class PrivateKeyJWT:
 
     def assertion(self, client_id: str, audience: str) -> str:
         """A fresh ``client_assertion`` of ``client_id`` for the server ``audience``."""
-        try:
+        with needs_extra("private_key_jwt (a signed client assertion)", extra="auth"):
             import jwt
-        except ModuleNotFoundError:
-            raise OAuthError(
-                "private_key_jwt needs PyJWT, which the auth extra installs: "
-                'pip install "mcpserve[auth]"'
-            ) from None
         now = int(time.time())
         claims = {"iss": client_id, "sub": client_id, "aud": audience, "iat": now,
                   "exp": now + LIFETIME_SECONDS, "jti": os.urandom(16).hex()}  # fmt: skip

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 import orjson
 from typing_extensions import Unpack
 
+from ..._extras import needs_extra
 from .schemas import Translator, UnsupportedSchema, follow_refs
 
 if TYPE_CHECKING:
@@ -251,16 +252,8 @@ def server_from_openapi(
 
 
 def _check_client(client: object) -> None:
-    try:
+    with needs_extra("Server.from_openapi (tools from an OpenAPI document)"):
         import httpx2
-    except ModuleNotFoundError as exc:
-        if exc.name != "httpx2":
-            raise
-        raise ModuleNotFoundError(
-            "OpenAPI tools call the API with httpx2, which the http extra installs: pip install "
-            '"mcpserve[http]"',
-            name="httpx2",
-        ) from None
     if not isinstance(client, httpx2.AsyncClient):
         raise TypeError(f"client must be an httpx2.AsyncClient, not {type(client).__name__}")
 
