@@ -30,6 +30,10 @@ so the tests assert the exchanges in order, not just the end result.
   dynamically registered client's step-up is refused by the authorization server
   (``invalid_scope``). Step-up that succeeds uses a client registered without that limit.
 
+One test runs ``tests/servers/oauth_verifier_only.py`` instead: ``Server(auth=JWTVerifier(
+...))`` with no ``ResourceServer``, which tells clients to ask for every scope its tools
+declare; the Python SDK, registering itself, gets them all with its first login.
+
 Every test ends by stopping the server and reading everything it wrote (uvicorn at debug
 with its access log, every other logger at DEBUG, stdout and stderr): no access token the
 clients held, nor its payload or signature segment, is in it.
@@ -66,7 +70,8 @@ from ts_client import TSClient, install, node_binary, ts_client
 from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, free_port, http_server_process
 
 NOTES = SERVERS / "oauth_notes.py"
-READ, WRITE = "notes:read", "notes:write"
+VERIFIER_ONLY = SERVERS / "oauth_verifier_only.py"
+READ, WRITE, ARCHIVE = "notes:read", "notes:write", "notes:archive"
 SCOPES = [READ, WRITE]
 # Nobody listens here: the login is driven headlessly and stops at the redirect to it.
 REDIRECT = "http://127.0.0.1:49152/callback"
@@ -130,19 +135,27 @@ class Stack:
                 )
 
 
-@pytest.fixture
-async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
-    """oidc-provider and the notes server, each knowing the other's URL; both stopped after.
+@asynccontextmanager
+async def running_stack(tmp_path: Path, script: Path, scopes: list[str]) -> AsyncIterator[Stack]:
+    """oidc-provider (issuing ``scopes``) and the server ``script``, each knowing the other's
+    URL; both stopped after.
 
     The authorization server's port is chosen first, so the MCP server can be started with
     its issuer; it fetches the keys only when the first token arrives.
     """
     issuer_port = free_port()
     env = {"MCPSERVE_TEST_ISSUER": f"http://127.0.0.1:{issuer_port}"}
-    with http_server_process(tmp_path, args=[sys.executable, str(NOTES)], env=env) as server:
-        async with authorization_server([server.url], SCOPES, port=issuer_port) as issuer:
+    with http_server_process(tmp_path, args=[sys.executable, str(script)], env=env) as server:
+        async with authorization_server([server.url], scopes, port=issuer_port) as issuer:
             assert issuer.issuer == env["MCPSERVE_TEST_ISSUER"]
             yield Stack(server, issuer)
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    """oidc-provider and the notes server."""
+    async with running_stack(tmp_path, NOTES, SCOPES) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -489,6 +502,61 @@ async def test_a_dynamically_registered_python_client_is_refused_the_step_up_sco
     assert refused["scope"] == WRITE
     assert len(py.storage.saved) == 1
     stack.assert_tokens_not_logged(py.tokens)
+
+
+async def test_a_server_with_a_verifier_alone_has_the_python_client_ask_for_every_scope_it_needs(
+    tmp_path: Path,
+) -> None:
+    """``Server(auth=JWTVerifier(...))``, no ``ResourceServer``: the 401 and the metadata
+    name every scope the server's tools declare (``archive``'s too, registered when the
+    server started), so a client that registers itself asks for those and no others (not
+    the authorization server's own list, ``openid`` first, which it falls back to without
+    them), all at once, and never meets a 403."""
+    every = [ARCHIVE, READ, WRITE]
+    async with running_stack(tmp_path, VERIFIER_ONLY, every) as verifier_only:
+        py = python_client(verifier_only, "ada")
+        async with asyncio.timeout(FLOW_TIMEOUT), py.connect() as client:
+            me = await structured(client, "whoami", {})
+            added = await client.call_tool("add_note", {"text": "first"})
+            archived = await client.call_tool("archive", {})
+            names = await tool_names(client)
+        async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as http:
+            metadata = (await http.get(verifier_only.metadata_url)).json()
+
+        issuer = verifier_only.issuer
+        first = py.exchanges[:6]
+        assert shapes(first) == [
+            ("POST", verifier_only.url, 401, False),
+            ("GET", verifier_only.metadata_url, 200, False),
+            ("GET", verifier_only.issuer_metadata_url, 200, False),
+            ("POST", issuer.registration_endpoint, 201, False),
+            ("POST", issuer.token_endpoint, 200, False),
+            ("POST", verifier_only.url, 200, True),
+        ]
+        assert challenge(first[0].www_authenticate) == {
+            "error": "invalid_token",
+            "error_description": "No access token was sent",
+            "resource_metadata": verifier_only.metadata_url,
+            "scope": " ".join(every),
+        }
+        asked = f"{' '.join(every)} offline_access"
+        assert first[3].body["scope"] == asked
+        [authorization_url] = py.browser.authorization_urls
+        assert query_of(authorization_url)["scope"] == asked
+        assert metadata == {
+            "resource": verifier_only.url,
+            "authorization_servers": [issuer.issuer],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": every,
+        }
+        assert me == {"principal": "ada", "scopes": every}
+        assert not added.is_error, added
+        assert not archived.is_error, archived
+        assert names == ["whoami", "list_notes", "add_note", "archive"]
+        # One login: every later request was answered with the first token.
+        assert [exchange.status for exchange in py.exchanges[5:]] == [200] * len(py.exchanges[5:])
+        assert len(py.tokens) == 1
+        verifier_only.assert_tokens_not_logged(py.tokens)
 
 
 # --------------------------------------------------------------------------- TypeScript SDK

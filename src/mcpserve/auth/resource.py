@@ -11,6 +11,14 @@ A :class:`ResourceServer` holds a token verifier and the facts clients discover:
 * the **challenge** of every refusal, a ``WWW-Authenticate: Bearer`` header naming that
   document (``resource_metadata``), the scopes needed (``scope``) and what went wrong.
 
+The scopes a client should ask for first (``scopes_supported``, and the ``scope`` of a 401)
+are the ones given, or by default ``required_scopes`` and every scope the server's tools,
+resources, templates and prompts declare, so that one authorization covers everything the
+server offers (``docs/decisions.md``, "The scopes a client is told to ask for"). The server
+hands that set down as a function (:meth:`ResourceServer.with_declared_scopes`); it returns
+the same object until the registry changes, so the document and the challenge are rebuilt
+only then, not per request. ``offline_access`` is never published.
+
 :meth:`ResourceServer.authenticate` reads one request's ``Authorization`` header and
 returns the caller's :class:`~mcpserve.Auth`, or a :class:`Refusal`: the HTTP status,
 challenge and JSON-RPC error to answer with instead:
@@ -36,9 +44,10 @@ verifier's fixed sentence.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,6 +71,11 @@ WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _NEVER_ADVERTISED = frozenset({"offline_access"})
 _TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _MAX_TOKEN_CHARS = 16 * 1024
+_NOTHING_DECLARED: frozenset[str] = frozenset()
+
+#: The scopes a server's entries declare at the moment of the call (the same object while
+#: they are unchanged).
+DeclaredScopes = Callable[[], frozenset[str]]
 
 
 class Refusal(Exception):
@@ -94,8 +108,9 @@ class ResourceServer:
     ``resource`` is the URL clients reach the endpoint at (default: the verifier's
     ``audience``); ``authorization_servers`` default to the verifier's ``issuer``.
     ``required_scopes`` are needed for every request; ``scopes_supported`` are what a
-    client should ask for first (default: ``required_scopes``). ``scope_hierarchy`` maps a
-    scope to the narrower scopes it implies.
+    client should ask for first (default: ``required_scopes`` and every scope the server's
+    tools, resources, templates and prompts declare). ``scope_hierarchy`` maps a scope to
+    the narrower scopes it implies.
     """
 
     def __init__(
@@ -126,8 +141,8 @@ class ResourceServer:
             raise ValueError("ResourceServer needs at least one of authorization_servers=")
         self.authorization_servers = list(servers)
         self.required_scopes = frozenset(required_scopes)
-        supported = self.required_scopes if scopes_supported is None else scopes_supported
-        self.scopes_supported = sorted(set(supported) - _NEVER_ADVERTISED)
+        #: ``scopes_supported`` as given; ``None``: the default, which follows the server.
+        self.scopes_given = None if scopes_supported is None else frozenset(scopes_supported)
         self._implied = _closure(scope_hierarchy or {})
         self._expanded: dict[frozenset[str], frozenset[str]] = {}
         parts = urlsplit(self.resource)
@@ -135,21 +150,76 @@ class ResourceServer:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
         #: Where the metadata is served: after the endpoint's path, and bare.
         self.metadata_paths = frozenset({WELL_KNOWN + path, WELL_KNOWN})
-        document: dict[str, Any] = {
+        self._document: dict[str, Any] = {
             "resource": self.resource,
             "authorization_servers": self.authorization_servers,
             "bearer_methods_supported": ["header"],
         }
-        if self.scopes_supported:
-            document["scopes_supported"] = self.scopes_supported
         if resource_name:
-            document["resource_name"] = resource_name
+            self._document["resource_name"] = resource_name
         if resource_documentation:
-            document["resource_documentation"] = resource_documentation
-        self.metadata = document
-        self.metadata_body = orjson.dumps(document)
-        challenged = self.required_scopes or frozenset(self.scopes_supported)
+            self._document["resource_documentation"] = resource_documentation
+        self._declared: DeclaredScopes | None = None
+        self._publish(_NOTHING_DECLARED)
+
+    def with_declared_scopes(self, declared: DeclaredScopes) -> ResourceServer:
+        """This resource server for an endpoint whose entries declare the scopes
+        ``declared()`` returns, published by default (see the module's text).
+
+        Called on each metadata request and 401, so it must be cheap, and it should return
+        the same object while the scopes are unchanged. Given ``scopes_supported=``, there is
+        nothing to follow: ``self`` is returned. Otherwise a copy, so that one
+        ``ResourceServer`` may protect several servers, each publishing its own scopes.
+        """
+        if self.scopes_given is not None:
+            return self
+        bound = copy.copy(self)
+        bound._declared = declared
+        bound._publish(declared())
+        return bound
+
+    def _publish(self, declared: frozenset[str]) -> None:
+        """Build what tells clients which scopes to ask for, from ``declared``."""
+        self._published_for = declared
+        given = self.scopes_given
+        supported = self.required_scopes | declared if given is None else given
+        self._scopes_supported = sorted(supported - _NEVER_ADVERTISED)
+        document = dict(self._document)
+        if self._scopes_supported:
+            document["scopes_supported"] = self._scopes_supported
+        self._metadata = document
+        self._metadata_body = orjson.dumps(document)
+        challenged = (self.required_scopes - _NEVER_ADVERTISED).union(self._scopes_supported)
         self._unauthorized_scope = " ".join(sorted(challenged))
+
+    def _current(self) -> None:
+        declared = self._declared
+        if declared is not None:
+            scopes = declared()
+            # The same object: nothing changed (the common case, one comparison).
+            if scopes is not self._published_for:
+                if scopes == self._published_for:
+                    self._published_for = scopes  # an equal set: next time, by identity
+                else:
+                    self._publish(scopes)
+
+    @property
+    def scopes_supported(self) -> list[str]:
+        """The scopes a client should ask for first, as the metadata publishes them now."""
+        self._current()
+        return self._scopes_supported
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The protected resource metadata document, as it is served now."""
+        self._current()
+        return self._metadata
+
+    @property
+    def metadata_body(self) -> bytes:
+        """:attr:`metadata` serialized, as the well-known paths answer it."""
+        self._current()
+        return self._metadata_body
 
     async def aclose(self) -> None:
         """Close what the verifier holds open (its HTTP client), when it has an ``aclose``."""
@@ -227,7 +297,9 @@ class ResourceServer:
     def _challenge(
         self, error: str, description: str, scope: str | None = None
     ) -> tuple[bytes, bytes]:
-        scope = self._unauthorized_scope if scope is None else scope
+        if scope is None:
+            self._current()
+            scope = self._unauthorized_scope
         parts = [f"error={_quoted(error)}", f"error_description={_quoted(description)}",
                  f"resource_metadata={_quoted(self.metadata_url)}"]  # fmt: skip
         if scope:

@@ -4,6 +4,10 @@ Each collection is an insertion-ordered dict, so list results are deterministic 
 lookups by name are one dict access. Every change bumps ``version``; listeners registered
 with :meth:`Registry.on_change` hear which list changed, so the subscription layer can tell
 clients (and caches keyed on ``version`` know to rebuild).
+
+What depends only on the registry is built once per version and kept: each list's wire
+entries (:meth:`Registry.entries`) and the scopes the entries declare
+(:meth:`Registry.declared_scopes`, which the HTTP endpoint publishes to OAuth clients).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class Registry:
         self._completer_listeners: list[Callable[[], None]] = []
         #: Per list: (registry version, every entry, (scopes, entry) pairs when any is scoped).
         self._entries: dict[str, tuple[int, list[Any], list[Any]]] = {}
+        #: (registry version, every scope a switched-on entry declares).
+        self._declared: tuple[int, frozenset[str]] = (-1, frozenset())
         #: Registered but switched off: hidden from lists, unknown to calls and reads.
         self.disabled: dict[ListKind, set[str]] = {"tools": set(), "prompts": set(),
                                                    "resources": set()}  # fmt: skip
@@ -200,6 +206,33 @@ class Registry:
         """Whether any entry of the list needs a scope (so the list depends on the caller)."""
         self.entries(kind)
         return bool(self._entries[kind][2])
+
+    def declared_scopes(self) -> frozenset[str]:
+        """Every scope a switched-on tool, resource, template or prompt needs, mounted
+        servers' and forwarded entries included (they are in this registry too).
+
+        Built once per registry version: until something is registered, removed or switched,
+        the same object comes back, so a caller can tell "unchanged" by identity.
+        """
+        version, scopes = self._declared
+        if version != self.version:
+            off = self.disabled
+            kinds: list[tuple[dict[str, Any], set[str]]] = [
+                (self.tools, off["tools"]),
+                (self.resources, off["resources"]),
+                (self.templates, off["resources"]),
+                (self.prompts, off["prompts"]),
+            ]
+            found = frozenset(
+                scope
+                for items, disabled in kinds
+                for key, item in items.items()
+                if key not in disabled
+                for scope in item.scopes
+            )
+            scopes = found if found != scopes else scopes
+            self._declared = (self.version, scopes)
+        return scopes
 
     def _build_entries(self, kind: str) -> tuple[int, list[Any], list[Any]]:
         sources: dict[str, dict[str, Any]] = {

@@ -44,7 +44,10 @@ def build_http_app(
     if chosen is not None:
         from ..auth.resource import as_resource_server  # loads nothing of JOSE or httpx2
 
-        resource_server = as_resource_server(chosen)
+        # What the server's entries declare is what clients are told to ask for, as it is
+        # when they ask: entries registered, mounted or forwarded after this app is built too.
+        declared = server.registry.declared_scopes
+        resource_server = as_resource_server(chosen).with_declared_scopes(declared)
         # The URL tokens are issued for is the one clients use: its host is allowed.
         public_url = public_url or resource_server.resource
     policy = OriginPolicy.build(
