@@ -24,7 +24,12 @@ from urllib.parse import parse_qs
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from mcpserve.auth.discovery import metadata_urls
@@ -617,6 +622,76 @@ async def test_without_a_cache_every_token_is_checked(
     verifier = verifiers(cache=None)
     token = tokens.sign()
     assert await verifier.verify(token) is not await verifier.verify(token)
+
+
+# -- JWTs: keys given, nothing fetched --------------------------------------------------
+
+
+def pem(private: Any) -> str:
+    return (
+        private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+    )
+
+
+@pytest.mark.parametrize(("alg", "which"), [("RS256", "rsa1"), ("PS256", "rsa1"),
+                                            ("ES256", "ec"), ("EdDSA", "ed")])  # fmt: skip
+async def test_a_pinned_pem_public_key_verifies_whatever_kid_the_token_names(
+    issuer: Issuer, keys: Keys, tokens: Tokens, alg: str, which: str
+) -> None:
+    verifier = JWTVerifier(issuer.url, AUDIENCE, public_key=pem(getattr(keys, which)))
+    for kid in ("rsa-1", "ec-1", "ed-1", None):
+        assert (await verifier.verify(tokens.sign(alg, kid, jti=f"{kid}"))).principal == "alice"
+    assert issuer.seen == []  # nothing fetched: not the keys, not the metadata
+
+
+async def test_a_pinned_key_object_verifies_and_another_keys_signature_is_refused(
+    issuer: Issuer, keys: Keys, tokens: Tokens
+) -> None:
+    verifier = JWTVerifier(issuer.url, AUDIENCE, public_key=keys.rsa1.public_key())
+    assert (await verifier.verify(tokens.sign())).principal == "alice"
+    by_rsa2 = jwt.encode(tokens.claims(), keys.rsa2, "RS256", headers={"kid": "rsa-1"})
+    description = (await refused(verifier, by_rsa2)).description
+    assert description == "The access token's signature is invalid"
+    assert (await refused(verifier, tokens.sign("ES256", "ec-1"))).description == MISMATCH
+    assert issuer.seen == []
+
+
+async def test_a_pinned_jwk_set_picks_keys_by_kid_and_never_fetches(
+    issuer: Issuer, keys: Keys, tokens: Tokens
+) -> None:
+    verifier = JWTVerifier(issuer.url, AUDIENCE, jwks=jwk_set(keys.rsa1, keys.ec, keys.ed))
+    for alg, kid in (("RS256", "rsa-1"), ("ES256", "ec-1"), ("EdDSA", "ed-1")):
+        assert (await verifier.verify(tokens.sign(alg, kid))).principal == "alice"
+    assert (await refused(verifier, tokens.sign(kid="rotated-in"))).description == UNPUBLISHED
+    assert (await refused(verifier, tokens.sign(kid=None))).description == (
+        "The access token does not name its signing key"
+    )
+    one = JWTVerifier(issuer.url, AUDIENCE, jwks=jwk(keys.ec, "ec-1", alg="ES256"))
+    assert (await one.verify(tokens.sign("ES256", "ec-1"))).principal == "alice"
+    assert (await refused(one, tokens.sign("ES256", "ec-2"))).description == UNPUBLISHED
+    assert issuer.seen == []
+
+
+def test_keys_given_wrongly_are_refused_with_what_to_do(keys: Keys) -> None:
+    private_pem = keys.rsa1.private_bytes(
+        Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()
+    ).decode()
+    private_jwk = {**jwk(keys.rsa1, "rsa-1"), "d": b64url(b"private")}
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"jwks_url": "https://auth.example.com/jwks", "public_key": pem(keys.rsa1)},
+         "JWTVerifier takes one source of keys, not jwks_url and public_key"),
+        ({"public_key": private_pem},
+         "public_key= is a private key: give its public key instead"),
+        ({"public_key": "not a key"},
+         r"public_key= must be a PEM public key \(-----BEGIN PUBLIC KEY-----...\)"),
+        ({"public_key": 42}, "public_key= must be an RSA, EC or Ed25519/Ed448 public key, not int"),
+        ({"jwks": {"keys": [private_jwk]}}, "jwks= holds no public signing key"),
+        ({"jwks": {"keys": "none"}}, r"jwks= must be a JWK Set \({'keys': \[...\]}\) or one JWK"),
+        ({"jwks": '{"keys": []}'}, "jwks= must be a JWK Set .* as a dict"),
+    ]  # fmt: skip
+    for options, message in cases:
+        with pytest.raises(ValueError, match=message):
+            JWTVerifier("https://auth.example.com", AUDIENCE, **options)
 
 
 # -- JWTs: discovery --------------------------------------------------------------------

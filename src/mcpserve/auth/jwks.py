@@ -19,6 +19,10 @@ say because its client went away, does not cancel the fetch for the others).
 
 Only public signing keys are kept: a key whose ``use`` is not ``sig``, a symmetric
 (``oct``) key, a key carrying private material, or one PyJWT cannot parse is skipped.
+
+Keys can also be given outright (:class:`PinnedKeys`: a JWK Set or a PEM public key the
+operator copied, or a test's own key pair): then nothing is fetched, ever, and the keys
+never age.
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from jwt import PyJWK
+from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from ..protocol.records import Record
 from .discovery import FetchFailed, discover, request_json
@@ -149,14 +157,7 @@ class KeySet:
             and now - self._attempted_at >= self.refresh_interval
         ):
             await self.refresh()  # a failure leaves the set in hand, still young enough
-        if kid is None:
-            if len(self._keys) == 1:
-                return self._keys[0]
-            if self._keys:
-                raise InvalidToken("The access token does not name its signing key")
-        elif (key := self._by_kid.get(kid)) is not None:
-            return key
-        raise InvalidToken("The access token is signed with a key the issuer does not publish")
+        return _choose(self._keys, self._by_kid, kid)
 
     async def refresh(self) -> None:
         """Fetch the set now, or await the fetch already under way."""
@@ -181,11 +182,7 @@ class KeySet:
             return
         finally:
             self._fetching = None
-        by_kid: dict[str, SigningKey] = {}
-        for key in keys:
-            if key.kid is not None:
-                by_kid.setdefault(key.kid, key)  # the first of a repeated kid, as published
-        self._keys, self._by_kid = keys, by_kid
+        self._keys, self._by_kid = keys, _by_kid(keys)
         self._fetched_at = time.monotonic()
 
     async def _uri(self) -> str:
@@ -208,3 +205,89 @@ class KeySet:
         if self._owns_http and self._http is not None:
             await self._http.aclose()
             self._http = None
+
+
+class PinnedKeys:
+    """Keys given up front, used as :class:`KeySet` uses fetched ones, with nothing fetched.
+
+    ``jwks`` is a JWK Set document (``{"keys": [...]}``) or one JWK; ``public_key`` a PEM
+    public key (text or bytes) or a ``cryptography`` public key object. A token naming a
+    ``kid`` gets the key with that ``kid``, or, when exactly one key was given and it has
+    none (a PEM has none), that key: a pinned key is the operator's choice, not a lookup.
+    """
+
+    def __init__(self, jwks: Mapping[str, Any] | None = None, *, public_key: Any = None) -> None:
+        if (jwks is None) == (public_key is None):
+            raise ValueError("PinnedKeys takes jwks= or public_key=, one of them")
+        if jwks is not None:
+            if not isinstance(jwks, Mapping):
+                raise ValueError("jwks= must be a JWK Set ({'keys': [...]}) or one JWK, as a dict")
+            document = dict(jwks) if "keys" in jwks else {"keys": [dict(jwks)]}
+            try:
+                self._keys = parse_keys(document)
+            except FetchFailed:
+                raise ValueError("jwks= must be a JWK Set ({'keys': [...]}) or one JWK") from None
+            if not self._keys:
+                raise ValueError(
+                    "jwks= holds no public signing key (private, symmetric or unreadable "
+                    "keys are left out): give the issuer's public keys"
+                )
+        else:
+            self._keys = [_signing_key(public_key)]
+        self._by_kid = _by_kid(self._keys)
+
+    async def get(self, kid: str | None) -> SigningKey:
+        """The key for a token's ``kid`` (see the class), or :class:`InvalidToken`."""
+        if kid is not None and kid not in self._by_kid and len(self._keys) == 1:
+            only = self._keys[0]
+            if only.kid is None:
+                return only
+        return _choose(self._keys, self._by_kid, kid)
+
+    async def aclose(self) -> None:
+        """Nothing to close: nothing was opened."""
+
+
+def _by_kid(keys: list[SigningKey]) -> dict[str, SigningKey]:
+    by_kid: dict[str, SigningKey] = {}
+    for key in keys:
+        if key.kid is not None:
+            by_kid.setdefault(key.kid, key)  # the first of a repeated kid, as published
+    return by_kid
+
+
+def _choose(keys: list[SigningKey], by_kid: dict[str, SigningKey], kid: str | None) -> SigningKey:
+    if kid is None:
+        if len(keys) == 1:
+            return keys[0]
+        if keys:
+            raise InvalidToken("The access token does not name its signing key")
+    elif (key := by_kid.get(kid)) is not None:
+        return key
+    raise InvalidToken("The access token is signed with a key the issuer does not publish")
+
+
+def _signing_key(public_key: Any) -> SigningKey:
+    """A PEM public key (or a ``cryptography`` public key object) as a :class:`SigningKey`."""
+    key = public_key
+    if isinstance(key, str | bytes):
+        pem = key.encode() if isinstance(key, str) else key
+        if b"PRIVATE KEY-----" in pem:
+            raise ValueError("public_key= is a private key: give its public key instead")
+        try:
+            key = serialization.load_pem_public_key(pem)
+        except ValueError:
+            raise ValueError(
+                "public_key= must be a PEM public key (-----BEGIN PUBLIC KEY-----...)"
+            ) from None
+    if isinstance(key, rsa.RSAPublicKey):
+        data = RSAAlgorithm.to_jwk(key, as_dict=True)
+    elif isinstance(key, ec.EllipticCurvePublicKey):
+        data = ECAlgorithm.to_jwk(key, as_dict=True)
+    elif isinstance(key, ed25519.Ed25519PublicKey | ed448.Ed448PublicKey):
+        data = OKPAlgorithm.to_jwk(key, as_dict=True)
+    else:
+        raise ValueError(
+            f"public_key= must be an RSA, EC or Ed25519/Ed448 public key, not {type(key).__name__}"
+        )
+    return SigningKey(PyJWK(data), data)

@@ -11,7 +11,8 @@
    ``crit`` header (no extension is understood here), a ``kid`` that is not a string.
    Header members that point at keys (``jku``, ``jwk``, ``x5u``) are ignored: keys come
    from the issuer, never from the token.
-3. The key: the one the ``kid`` names in the issuer's set (:class:`.jwks.KeySet`), and it
+3. The key: the one the ``kid`` names in the issuer's set (:class:`.jwks.KeySet`, or the
+   keys given outright, :class:`.jwks.PinnedKeys`, when nothing is to be fetched), and it
    must fit the algorithm (:meth:`.jwks.SigningKey.fits`), which defeats algorithm
    substitution: the header cannot have an RSA key used for PSS when the JWK says RS256,
    nor an EC key on another curve, nor any key as an HMAC secret.
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import jwt
 
-from .jwks import SIGNING_ALGORITHMS, KeySet
+from .jwks import SIGNING_ALGORITHMS, KeySet, PinnedKeys
 from .resource_uri import audience_matches, canonical_audiences
 from .tokens import (
     MAX_TOKEN_LENGTH,
@@ -95,6 +96,12 @@ class JWTVerifier:
     issuer issues tokens for this server alone. The keys come from ``jwks_url``, or from
     the ``jwks_uri`` of the issuer's metadata; ``keys_max_age`` and ``refresh_interval``
     are the :class:`.jwks.KeySet`'s. ``timeout`` bounds each fetch of the keys, in total.
+
+    Or the keys are given, and nothing is fetched: ``jwks`` (a JWK Set document, or one
+    JWK, as a dict) or ``public_key`` (a PEM public key), for a pinned key or a test's own::
+
+        JWTVerifier("https://auth.example.com", "https://mcp.example.com/mcp",
+                    public_key=Path("issuer-key.pem").read_text())
     """
 
     def __init__(
@@ -103,6 +110,8 @@ class JWTVerifier:
         audience: str | Sequence[str] | None = None,
         *,
         jwks_url: str | None = None,
+        jwks: Mapping[str, Any] | None = None,
+        public_key: Any = None,
         algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
         leeway: float = 30.0,
         cache: TokenCache | None = _DEFAULT_CACHE,
@@ -119,14 +128,22 @@ class JWTVerifier:
         self.algorithms = frozenset(algorithms)
         self.leeway = leeway
         self.cache = TokenCache() if cache is _DEFAULT_CACHE else cache
-        self.keys = KeySet(
-            jwks_url,
-            issuer=issuer,
-            http=http,
-            timeout=timeout,
-            max_age=keys_max_age,
-            refresh_interval=refresh_interval,
-        )
+        sources = {"jwks_url": jwks_url, "jwks": jwks, "public_key": public_key}
+        given = [name for name, value in sources.items() if value is not None]
+        if len(given) > 1:
+            raise ValueError(f"JWTVerifier takes one source of keys, not {' and '.join(given)}")
+        self.keys: KeySet | PinnedKeys
+        if jwks is not None or public_key is not None:
+            self.keys = PinnedKeys(jwks, public_key=public_key)
+        else:
+            self.keys = KeySet(
+                jwks_url,
+                issuer=issuer,
+                http=http,
+                timeout=timeout,
+                max_age=keys_max_age,
+                refresh_interval=refresh_interval,
+            )
         self._audiences = None if audience is None else canonical_audiences(audience)
 
     async def verify(self, token: str) -> AccessToken:
