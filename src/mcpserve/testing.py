@@ -25,6 +25,9 @@ fixtures use it:
 
 A test uses one of the two: a server object belongs to one event loop at a time, and the
 HTTP fixture's loop is its thread's.
+
+A protected server (``auth=``) is tested with tokens from a :class:`TestIssuer`
+(:mod:`mcpserve.auth.testing`), which loads PyJWT only when first used.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ else:
     except ModuleNotFoundError:  # then mcp_client fails when used, and pytest says why
         async_fixture = pytest.fixture
 
-__all__ = ["load_server", "serve_http"]
+__all__ = ["TestIssuer", "load_server", "serve_http"]
 
 MARKER = "mcp_server"
 #: How long the HTTP fixture waits for uvicorn to start serving, and then to stop.
@@ -200,3 +203,17 @@ def _stop(
         thread.join(timeout)
     if thread.is_alive():
         raise TimeoutError(f"The HTTP server did not stop within {2 * timeout} s")
+
+
+if TYPE_CHECKING:
+    from .auth.testing import TestIssuer as TestIssuer
+
+
+def __getattr__(name: str) -> Any:
+    # TestIssuer signs with PyJWT: imported on first use, so that loading the plugin (which
+    # every pytest run in the environment does) costs nothing more.
+    if name == "TestIssuer":
+        from .auth.testing import TestIssuer
+
+        return TestIssuer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
