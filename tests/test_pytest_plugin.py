@@ -400,6 +400,35 @@ def test_the_client_fixture_works_in_pytest_asyncio_strict_mode(pytester: pytest
     pytester.runpytest().assert_outcomes(passed=1)
 
 
+def test_an_unmarked_async_test_of_a_server_runs_in_strict_mode(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI.format(mode="strict"))
+    pytester.makepyfile(calc=APP)
+    pytester.makepyfile(
+        test_calc="""
+        import pytest
+
+        pytestmark = pytest.mark.mcp_server("calc:server")
+
+
+        async def test_client(mcp_client):
+            assert (await mcp_client.call_tool("greet"))["content"][0]["text"] == "hello"
+
+
+        async def test_named_server(mcp_server):
+            assert mcp_server.name == "calc"
+        """,
+        test_other="""
+        async def test_not_about_a_server():
+            pass
+        """,
+    )
+    result = pytester.runpytest()
+    # The plugin's tests run; a coroutine that is not about a server is left to strict
+    # mode, which refuses to run it unmarked.
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_other.py::test_not_about_a_server*"])
+
+
 def test_the_http_fixture_serves_the_server_on_a_free_port_for_one_test(
     project: pytest.Pytester,
 ) -> None:

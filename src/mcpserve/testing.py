@@ -28,16 +28,23 @@ HTTP fixture's loop is its thread's.
 
 A protected server (``auth=``) is tested with tokens from a :class:`TestIssuer`
 (:mod:`mcpserve.auth.testing`), which loads PyJWT only when first used.
+
+An ``async def`` test that asks for ``mcp_client`` (or names a server with the marker) is
+handed to pytest-asyncio as if marked ``@pytest.mark.asyncio``: in pytest-asyncio's default
+strict mode an unmarked coroutine is not run at all, and a test that asks for an MCP client
+can only mean to be run. The mark is added while the test is collected, before
+pytest-asyncio decides which functions it runs (:func:`pytest_pycollect_makeitem`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -69,6 +76,26 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(server, *, raise_exceptions=True): the mcpserve Server (or its import "
         "path, 'module:attribute') that the mcp_client and mcp_http_url fixtures serve",
     )
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> Generator[None, Any, Any]:
+    # trylast makes this wrapper the innermost: it marks the collected tests before
+    # pytest-asyncio's own wrapper, outside it, picks the ones it runs.
+    collected = yield
+    if not collector.config.pluginmanager.hasplugin("asyncio"):
+        return collected  # without pytest-asyncio the marker does not exist
+    for item in collected if isinstance(collected, list) else [collected]:
+        if (
+            isinstance(item, pytest.Function)
+            and inspect.iscoroutinefunction(item.obj)
+            and ("mcp_client" in item.fixturenames or item.get_closest_marker(MARKER))
+            and item.get_closest_marker("asyncio") is None
+        ):
+            item.add_marker("asyncio")
+    return collected
 
 
 def load_server(target: Any) -> Server:
