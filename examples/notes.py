@@ -67,12 +67,37 @@ class NoteStore:
             ).fetchall()
         return [_note(row) for row in rows]
 
+    def about(self, topic: str, limit: int) -> list[Note]:
+        """Notes tagged with the topic, or whose title or body mentions it."""
+        pattern = f"%{_escape_like(topic)}%"
+        tag = f"%,{_escape_like(topic)},%"
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, title, body, tags FROM notes WHERE ',' || tags || ',' LIKE ? "
+                "ESCAPE '\\' OR title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\' "
+                "ORDER BY id LIMIT ?",
+                (tag, pattern, pattern, limit),
+            ).fetchall()
+        return [_note(row) for row in rows]
+
+    def topics(self, prefix: str) -> list[str]:
+        """Every tag of every note that starts with ``prefix`` (ignoring case), sorted."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT tags FROM notes").fetchall()
+        found = {tag for (tags,) in rows for tag in tags.split(",") if tag}
+        return sorted(tag for tag in found if tag.casefold().startswith(prefix.casefold()))
+
     def delete(self, note_id: int) -> bool:
         with self._lock, self._db:
             return self._db.execute("DELETE FROM notes WHERE id = ?", (note_id,)).rowcount > 0
 
     def close(self) -> None:
         self._db.close()
+
+
+def _escape_like(text: str) -> str:
+    """``text`` matched literally by LIKE: its own ``%`` and ``_`` are not wildcards."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _note(row: tuple[int, str, str, str]) -> Note:
@@ -153,26 +178,23 @@ def note(note_id: int, ctx: Context) -> str:
     return f"# {found.title}\n\n{found.body}{tags}"
 
 
-@server.prompt
+@server.prompt(blocking=True)
 def summarize(topic: str, ctx: Context) -> str:
     """Ask the model to summarize every note about a topic.
 
     Args:
-        topic: The subject to summarize.
+        topic: The subject to summarize: a tag, or words the notes contain.
     """
-    notes = store_of(ctx).search(topic, 50)
+    notes = store_of(ctx).about(topic, 50)
     listing = "\n".join(f"- {n.title}: {n.body}" for n in notes) or "(no notes yet)"
     return f"Summarize what my notes say about {topic}:\n\n{listing}"
 
 
-@server.completion(prompt="summarize", argument="topic")
+@server.completion(prompt="summarize", argument="topic", blocking=True)
 def topics(value: str, ctx: Context) -> list[str]:
-    seen: dict[str, None] = {}
-    for found in store_of(ctx).search("", 100):
-        for tag in found.tags:
-            if tag.startswith(value):
-                seen[tag] = None
-    return list(seen)
+    """The topics the notes have, their tags, that start with what was typed; each one is
+    a topic ``summarize`` finds notes about."""
+    return store_of(ctx).topics(value)
 
 
 if __name__ == "__main__":

@@ -175,6 +175,32 @@ def test_the_blocker_blocks_only_what_it_names() -> None:
     assert "version" in done.stdout
 
 
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=["2026-07-28", "2025-11-25"])
+async def test_notes_summarize_completes_the_topics_it_finds_notes_about(
+    tmp_path: Path, version: str | None
+) -> None:
+    command = [sys.executable, str(EXAMPLES / "notes.py")]
+    env = child_env(NOTES_DB=str(tmp_path / "notes.sqlite3"))
+    async with Client.stdio(command, cwd=str(ROOT), env=env, protocol_version=version) as client:
+        assert client.legacy is (version is not None)
+        for title, body, tags in [
+            ("Sencha", "Steep it at 70 degrees.", ["tea", "green"]),
+            ("Espresso", "Nine bars, 25 seconds.", ["coffee"]),
+            ("Oolong", "Rinse the leaves first.", ["taiwan", "tea"]),
+        ]:
+            note = {"title": title, "body": body, "tags": tags}
+            await within(client.call_tool("add_note", note))
+        summarize = {"type": "ref/prompt", "name": "summarize"}
+        completed = await within(client.complete(summarize, "topic", "T"))
+        assert completed["values"] == ["taiwan", "tea"]  # every tag, once, sorted; any case
+        assert (await within(client.complete(summarize, "topic", "cof")))["values"] == ["coffee"]
+        assert (await within(client.complete(summarize, "topic", "x")))["values"] == []
+        # A completed topic is one the prompt finds notes about, by their tags.
+        prompt = await within(client.get_prompt("summarize", {"topic": "taiwan"}))
+        text = prompt["messages"][0]["content"]["text"]
+        assert text.endswith("about taiwan:\n\n- Oolong: Rinse the leaves first.")
+
+
 # --------------------------------------------------------------------------- sqlite_notes.py
 
 
