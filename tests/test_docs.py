@@ -41,6 +41,7 @@ import inspect
 import json
 import os
 import signal
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -247,6 +248,19 @@ def module_name(found: list[Block], document: Path) -> str:
     return first[:-3] if first else f"docs_{document.stem}"
 
 
+def project_files(document: Path) -> dict[str, str]:
+    """The files of a reader who typed the document in: its module, every Python block that
+    names no other file, one after the other; and each file another block names."""
+    found = blocks(document)
+    own = f"{module_name(found, document)}.py"
+    files: dict[str, str] = {own: ""}
+    for block in found:
+        if block.language in PYTHON and "signature" not in block.options:
+            name = block.file_name or own
+            files[name] = files[name] + block.code if name == own else block.code
+    return files
+
+
 def runnable(document: Path) -> bool:
     return any(block.language in PYTHON for block in blocks(document))
 
@@ -272,6 +286,31 @@ def test_the_python_blocks_of_a_document_run_in_order(
     document: Path, workdir: Path, stand_ins: list[Any]
 ) -> None:
     DocumentRun(document, workdir).run()
+
+
+TUTORIAL = next(doc for doc in DOCUMENTS if doc.name == "tutorial.md")
+
+
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_the_tutorials_tests_pass_under_pytest_asyncio_in_strict_and_auto_mode(
+    mode: str, tmp_path: Path
+) -> None:
+    for name, code in project_files(TUTORIAL).items():
+        (tmp_path / name).write_text(code)
+    [command] = [
+        command.words
+        for block in blocks(TUTORIAL)
+        if block.language == "console"
+        for command in console_commands(block)
+        if command.words[0] == "pytest"
+    ]
+    assert command == ["pytest", "test_bookshelf.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", *command, "-p", "no:cacheprovider", "-o", f"asyncio_mode={mode}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
 
 
 # ------------------------------------------------------------------------------ the rules
