@@ -160,3 +160,10 @@ def test_a_documented_keyword_is_a_parameter(name: str, arguments: str, target: 
     shown = top_level_keywords(arguments)
     if names is not None:
         assert shown <= names, f"{name} takes no {sorted(shown - names)}"
+
+
+def test_the_reference_shows_the_calls_of_the_public_constructors() -> None:
+    shown = {match.group(1) for match in SPAN.finditer(REFERENCE.read_text())}
+    text = REFERENCE.read_text()
+    for name in ("Tool", "Prompt", "server.thread_pool"):
+        assert name in shown or f"```python signature\n{name}(" in text, name
