@@ -28,6 +28,7 @@ from .protocol.errors import MethodNotFound as MethodNotFound
 from .protocol.errors import MissingClientCapability as MissingClientCapability
 from .protocol.errors import ResourceNotFound as ResourceNotFound
 from .protocol.errors import ToolError as ToolError
+from .server.annotation_errors import RegistrationError as RegistrationError
 from .server.context import Context as Context
 from .server.handlers import blocking as blocking
 from .server.middleware import CallNext as CallNext
@@ -175,6 +176,7 @@ __all__ = [
     "OpenAPIOperation",
     "Prompt",
     "RedisTaskStore",
+    "RegistrationError",
     "Resource",
     "ResourceLink",
     "ResourceNotFound",

@@ -16,6 +16,10 @@ where users set them, ``$ref``s inlined, flat ``Optional`` as a ``type`` list).
 
 :func:`inspect_output` classifies the return annotation once and keeps one ``TypeAdapter``.
 
+An annotation that cannot be evaluated or has no JSON Schema, and a ``ctx``/``context``
+parameter left without an annotation, fail registration with one line naming the function,
+the parameter and the type (:mod:`.annotation_errors`, loaded only then).
+
 Per call, :meth:`ArgumentSpec.validate` is one pydantic-core call. Lax mode validates the
 decoded Python dict directly. Strict mode re-encodes the arguments with orjson and validates
 them as JSON: pydantic's *Python* strict mode demands real instances (an ``Enum`` member, a
@@ -75,7 +79,9 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     try:
         return typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
-        raise TypeError(f"Cannot resolve the type hints of {fn!r}: {exc}") from exc
+        from .annotation_errors import unresolved_annotations
+
+        raise unresolved_annotations(fn, target, exc) from None
 
 
 def _strip_annotated(tp: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -95,6 +101,10 @@ def _is_context(tp: Any, context_type: type) -> bool:
         return len(members) == 1 and _is_context(members[0], context_type)
     tp = typing.get_origin(tp) or tp  # a generic Context[State] is still a Context
     return isinstance(tp, type) and issubclass(tp, context_type)
+
+
+#: Names that mean the request context: unannotated, they are a mistake, not an argument.
+_CONTEXT_NAMES = frozenset({"ctx", "context"})
 
 
 def _header_of(tp: Any) -> str | None:
@@ -176,6 +186,10 @@ def inspect_arguments(
                 f"{fn!r}: parameter {name!r} is {param.kind.description}; arguments arrive by "
                 "name, so only ordinary and keyword-only parameters are supported"
             )
+        if name not in hints and name in _CONTEXT_NAMES and context_type is not None:
+            from .annotation_errors import context_without_annotation
+
+            raise context_without_annotation(fn, name)
         annotation = hints.get(name, Any)
         if context_type is not None and _is_context(annotation, context_type):
             if context_param is not None:
@@ -201,10 +215,25 @@ def inspect_arguments(
     if cached is not None:
         # Same parameters, types, defaults and descriptions: the same schema and validator.
         return cached.with_schema(_copy_json(cached.input_schema))
-    spec = _build_arguments(_typed_fields(shape), headers, context_param, strict)
+    try:
+        spec = _build_arguments(_typed_fields(shape), headers, context_param, strict)
+    except Exception as exc:
+        raise _unsupported_parameters(fn, shape, exc) from None
     if key is not None and len(_SPEC_CACHE) < _SPEC_CACHE_SIZE:
         _SPEC_CACHE[key] = spec
     return spec
+
+
+def _unsupported_parameters(
+    fn: Callable[..., Any], shape: list[tuple[str, Any, Any, str | None]], exc: Exception
+) -> Exception:
+    """The one-line error naming the parameter whose type has no schema."""
+    from .annotation_errors import schema_error, unsupported_parameter
+
+    for name, annotation, _, _ in shape:
+        if schema_error(annotation, "validation") is not None:
+            return unsupported_parameter(fn, name, annotation, exc)
+    return exc  # each type works alone: not a problem of one annotation, so keep pydantic's
 
 
 def _copy_json(value: dict[str, Any]) -> dict[str, Any]:
@@ -351,6 +380,19 @@ def inspect_output(fn: Callable[..., Any], *, content_types: tuple[type, ...] = 
         return OutputSpec(schema=None, structured=False, adapter=_any_adapter())
     if _is_loose(bare):
         return OutputSpec(schema=None, structured=True, adapter=_any_adapter())
-    adapter: TypeAdapter[Any] = TypeAdapter(annotation)
-    generated = adapter.json_schema(mode="serialization", schema_generator=CleanJsonSchemaGenerator)
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        generated = adapter.json_schema(
+            mode="serialization", schema_generator=CleanJsonSchemaGenerator
+        )
+    except Exception as exc:
+        from .annotation_errors import unsupported_return
+
+        raise unsupported_return(fn, annotation, exc) from None
     return OutputSpec(schema=clean_schema(generated), structured=True, adapter=adapter, check=True)
+
+
+def unchecked_output() -> OutputSpec:
+    """For a tool that publishes its own ``output_schema=``: the return annotation is not
+    read, and values are checked against that schema instead."""
+    return OutputSpec(schema=None, structured=True, adapter=_any_adapter())

@@ -31,7 +31,7 @@ from ..protocol.records import Record
 from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .registered import InvalidArguments, Pool, Registered, list_entry
-from .schema import inspect_output
+from .schema import inspect_output, unchecked_output
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -107,7 +107,13 @@ class Tool(Registered):
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
         super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
-        self.output = inspect_output(fn, content_types=(ContentBlock, ToolResult))
+        # A published output_schema= replaces the return annotation: it is not read, so one
+        # without a JSON form (a class of your own) does not stop the tool registering.
+        self.output = (
+            unchecked_output()
+            if output_schema is not None
+            else inspect_output(fn, content_types=(ContentBlock, ToolResult))
+        )
         self.requires = requires
         schema = input_schema if input_schema is not None else self.arguments.input_schema
         if schema.get("type") != "object":
