@@ -124,16 +124,16 @@ async def test_first_call_of_an_eliciting_tool_is_input_required_with_the_keyed_
 async def test_a_model_schema_is_built_once_and_each_result_gets_its_own_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import mcpserve.server.input_requests as input_requests
+    import mcpserve.server.form_schema as form_schema
 
     built: list[Any] = []
-    real = input_requests.type_schema
+    real = form_schema.type_schema
 
     def counting(tp: Any, **options: Any) -> dict[str, Any]:
         built.append(tp)
         return real(tp, **options)
 
-    monkeypatch.setattr(input_requests, "type_schema", counting)
+    monkeypatch.setattr(form_schema, "type_schema", counting)
 
     class Nickname(BaseModel):  # a model no other test has asked with
         nickname: str

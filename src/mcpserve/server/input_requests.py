@@ -6,8 +6,8 @@ reads as *no answer*, so the server asks again instead of failing (``docs/decisi
 "Elicitation answers").
 
 * :class:`Elicit` asks the user: a form (``schema``: a pydantic model or a JSON schema of
-  flat primitive properties) or a URL to visit (``url``). Never use forms for secrets: the
-  spec sends those through a URL.
+  flat primitive properties, checked when the ``Elicit`` is made, :mod:`.form_schema`) or a
+  URL to visit (``url``). Never use forms for secrets: the spec sends those through a URL.
 * :class:`Sample` asks the client's LLM for a completion.
 * :class:`ListRoots` asks for the client's roots.
 """
@@ -22,14 +22,10 @@ import orjson
 import pydantic
 
 from .content import to_block
-from .json_schema import type_schema
+from .form_schema import FormSchema, form_schema
 from .rounds import MISSING
 
-
-@functools.lru_cache(maxsize=256)
-def _model_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
-    # Generating a JSON Schema costs far more than the rest of a request: once per model.
-    return type_schema(model)
+_EMPTY_FORM = FormSchema({"type": "object", "properties": {}})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +67,11 @@ def _check_content(schema: dict[str, Any], content: dict[str, Any]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Elicit:
-    """Ask the user to fill in a form (``schema``) or to visit a ``url``."""
+    """Ask the user to fill in a form (``schema``) or to visit a ``url``.
+
+    A schema outside what the spec lets a form hold raises :class:`.form_schema.FormSchemaError`
+    here, when the ``Elicit`` is made (so at import for one made at module level).
+    """
 
     message: str
     schema: type[pydantic.BaseModel] | dict[str, Any] | None = None
@@ -80,13 +80,13 @@ class Elicit:
     def __post_init__(self) -> None:
         if self.url is not None and self.schema is not None:
             raise ValueError("An elicitation is either a form (schema) or a URL, not both")
+        self._form()  # refuses a schema no form can hold now, not after the client saw it
+
+    def _form(self) -> FormSchema:
+        return _EMPTY_FORM if self.schema is None else form_schema(self.schema)
 
     def _json_schema(self) -> dict[str, Any]:
-        if self.schema is None:
-            return {"type": "object", "properties": {}}
-        if isinstance(self.schema, dict):
-            return self.schema
-        return _model_schema(self.schema)
+        return self._form().wire
 
     def to_wire(self) -> dict[str, Any]:
         params: dict[str, Any] = {"mode": "form", "message": self.message}
@@ -116,9 +116,11 @@ class Elicit:
             if not _check_content(self._json_schema(), content):
                 return MISSING
             return ElicitResult("accept", content, content)
-        # A model asked with is validated by pydantic: the constraints its schema shows.
+        # A model asked with is validated by pydantic: the constraints its schema shows. A
+        # field the form made optional because it may be None reads as None when left out.
+        missing = [name for name in self._form().absent_is_none if name not in content]
         try:
-            data = self.schema.model_validate(content)
+            data = self.schema.model_validate({**dict.fromkeys(missing), **content})
         except pydantic.ValidationError:
             return MISSING
         return ElicitResult("accept", data, content)
