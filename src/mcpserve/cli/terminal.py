@@ -3,7 +3,10 @@
 * Elicitation (a form): the message is shown, the user picks accept, decline or cancel, and
   on accept each field of ``requestedSchema`` is asked for with a click prompt typed by the
   field (string, number, integer, boolean, a choice for ``enum``/``oneOf``, a comma-separated
-  list for an array of choices). An optional field left empty is left out. A URL
+  list for an array of choices; a nullable ``[t, "null"]`` type as ``t``). An optional field
+  left empty is left out. A form with a field outside the spec's primitives (an object, a
+  list of free values, a union) cannot be typed in: the reason is shown and the user may only
+  decline or cancel, rather than send text the server would refuse and ask for again. A URL
   elicitation shows the URL and asks for the action only.
 * Sampling: the messages are shown and the user types the reply, sent as the model's.
 * Roots: the current directory, as a ``file://`` root; no question asked.
@@ -35,6 +38,7 @@ CAPABILITIES: dict[str, Any] = {
 }
 
 _ACTIONS = click.Choice(["accept", "decline", "cancel"])
+_REFUSALS = click.Choice(["decline", "cancel"])
 _KINDS: dict[str, ParamType] = {
     "integer": click.INT,
     "number": click.FLOAT,
@@ -52,23 +56,69 @@ def elicit(params: dict[str, Any]) -> dict[str, Any]:
     say(f"The server asks: {params.get('message', '')}")
     if params.get("mode") == "url":
         say(f"  Open: {params.get('url')}")
+    schema = params.get("requestedSchema") or {}
+    fields: dict[str, Any] = {}
+    if params.get("mode") != "url":
+        fields = schema.get("properties") or {}
+    problem = next(filter(None, (_unaskable(name, field) for name, field in fields.items())), None)
+    if problem is not None:
+        say(f"  This form cannot be filled in at the terminal: {problem}.")
+        return {"action": click.prompt("Answer", type=_REFUSALS, default="cancel", err=True)}
     action = click.prompt("Answer", type=_ACTIONS, default="accept", err=True)
     if action != "accept":
         return {"action": action}
     if params.get("mode") == "url":
         return {"action": "accept"}
-    schema = params.get("requestedSchema") or {}
     required = set(schema.get("required") or ())
     content: dict[str, Any] = {}
-    for name, field in (schema.get("properties") or {}).items():
-        value = ask_field(name, field if isinstance(field, dict) else {}, name in required)
+    for name, field in fields.items():
+        value = ask_field(name, field, name in required)
         if value is not None:
             content[name] = value
     return {"action": "accept", "content": content}
 
 
+def _unaskable(name: str, field: Any) -> str | None:
+    """Why a field cannot be typed in (None when it can): not one of the spec's primitives."""
+    if not isinstance(field, dict):
+        return f"field {name!r} is not a schema"
+    field = _without_null(field)
+    kind = field.get("type")
+    if kind in ("string", "number", "integer", "boolean"):
+        return None
+    if kind in (None, "array") and _choices(field) is not None:
+        return None
+    if kind == "object" or "properties" in field:
+        what = "an object"
+    elif kind == "array":
+        what = "a list of free values"
+    elif isinstance(kind, list) or "anyOf" in field or "oneOf" in field:
+        what = "a choice of several types"
+    else:
+        what = "of no type a form knows" if kind is None else f"of type {kind!r}"
+    return (
+        f"field {name!r} is {what}, and a form field is a string, a number, a boolean or a choice"
+    )
+
+
+def _without_null(field: dict[str, Any]) -> dict[str, Any]:
+    """``X`` for a nullable ``X`` (``[t, "null"]``, or ``anyOf`` with ``null``): leaving the
+    field out is how a form answers "none"."""
+    kind = field.get("type")
+    if isinstance(kind, list) and len(kind) == 2 and "null" in kind:
+        return {**field, "type": next(t for t in kind if t != "null")}
+    branches = field.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        other = branches[1] if branches[0] == {"type": "null"} else branches[0]
+        if isinstance(other, dict):
+            rest = {key: value for key, value in field.items() if key != "anyOf"}
+            return {**other, **rest}
+    return field
+
+
 def ask_field(name: str, field: dict[str, Any], required: bool) -> Any:
     """One form field, prompted for by its type; ``None`` for an optional one left empty."""
+    field = _without_null(field)
     label = field.get("title") or name
     if field.get("description"):
         label = f"{label} ({field['description']})"
