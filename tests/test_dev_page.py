@@ -38,6 +38,7 @@ from mcpserve import (
     Context,
     Header,
     Image,
+    InputRequired,
     ResourceNotFound,
     Server,
     ToolError,
@@ -116,6 +117,29 @@ async def sign_up(ctx: Context) -> str:
     data = answer.data
     news = "with" if data.newsletter else "without"
     return f"Signed up {data.name}, {data.age}, on {data.plan}, {news} newsletter."
+
+
+SHIPPING_FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"type": "object", "properties": {"street": {"type": "string"}}},
+    },
+    "required": ["name", "address"],
+}
+
+
+@server.tool
+def ship(ctx: Context):  # type: ignore[no-untyped-def]
+    """Ask for an address as a nested object, as a server outside the spec might (mcpserve's
+    own ctx.elicit refuses such a form), until the answer holds one or is no answer."""
+    answer = ctx.input_responses.get("where")
+    content = (answer or {}).get("content") or {}
+    accepted = answer is not None and answer["action"] == "accept"
+    if answer is None or (accepted and not isinstance(content.get("address"), dict)):
+        question = {"mode": "form", "message": "Ship it where?", "requestedSchema": SHIPPING_FORM}
+        return InputRequired({"where": {"method": "elicitation/create", "params": question}})
+    return f"answered {answer['action']}"
 
 
 @server.tool
@@ -487,6 +511,25 @@ def test_an_elicitation_is_answered_in_a_form_built_from_its_requested_schema(
     assert finished(page) == "done"
     assert result_texts(page) == ["Signed up Ann, 34, on pro, with newsletter."]
     assert "after 2 rounds" in page.text("#run-view .run-status")
+
+
+def test_a_form_with_an_object_field_is_refused_once_and_can_only_be_declined_or_cancelled(
+    page: Browser,
+) -> None:
+    pick(page, "tools", "ship")
+    page.click("#call")
+    waiting_for_input(page)
+    card = '.input-request[data-method="elicitation/create"]'
+    assert page.text(f"{card} .form-refusal") == (
+        "This form cannot be filled in: field 'address' is an object, and a form field is a "
+        "string, a number, a boolean or a choice. Decline or cancel it."
+    )
+    assert page.evaluate(f"document.querySelector('{card} button.accept').disabled") is True
+    assert page.evaluate(f"document.querySelectorAll('{card} [name]').length") == 0
+    page.click(f"{card} button.cancel")
+    assert finished(page) == "done"
+    assert result_texts(page) == ["answered cancel"]
+    assert page.evaluate("document.querySelectorAll('.input-request').length") == 1
 
 
 def test_a_declined_elicitation_reaches_the_tool_as_declined(page: Browser) -> None:

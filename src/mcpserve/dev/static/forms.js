@@ -39,6 +39,26 @@ export function schemaForm(schema, { prefix = "field" } = {}) {
   };
 }
 
+// Why an elicitation form cannot be filled in (null when it can): its first field that is
+// none of the spec's primitives (a string, a number, a boolean, a choice or a list of
+// choices). A tool's arguments may nest, and get a JSON textarea for that; a form may not,
+// and a textarea would only send what the server refuses and asks for again.
+export function formProblem(schema) {
+  const root = isObject(schema) ? schema : {};
+  const properties = isObject(root.properties) ? root.properties : {};
+  for (const [name, raw] of Object.entries(properties)) {
+    const field = resolve(raw, root);
+    if (kindOf(field) !== "json") continue;
+    const type = typeOf(field);
+    const what = type === "object" || isObject(field.properties) ? "an object"
+      : type === "array" ? "a list of free values"
+        : Array.isArray(field.type) || Array.isArray(field.anyOf ?? field.oneOf) ? "a choice of several types"
+          : "of no type a form knows";
+    return `field '${name}' is ${what}, and a form field is a string, a number, a boolean or a choice`;
+  }
+  return null;
+}
+
 // A form for a list of named string arguments (prompts, URI template variables).
 export function argumentsForm(args, { prefix = "arg" } = {}) {
   const properties = {};

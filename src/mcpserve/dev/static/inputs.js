@@ -4,12 +4,14 @@
 // for that method. The result is the same in both eras: 2026-07-28 puts it in the retry's
 // inputResponses, the handshake era POSTs it as the JSON-RPC response to the server's
 // request. An elicitation shows the form built from its requestedSchema (or, in URL mode,
-// the link to visit) with Accept, Decline and Cancel; a sampling request shows the messages
+// the link to visit) with Accept, Decline and Cancel; a form with a field outside the spec's
+// primitives (an object, a list of free values) shows why it cannot be filled in, and only
+// Decline and Cancel work; a sampling request shows the messages
 // and takes the model's reply as you type it; a roots request shows your roots to edit
 // before sending. A method the page does not know takes its result as raw JSON.
 
 import { el, jsonView } from "./dom.js";
-import { schemaForm } from "./forms.js";
+import { formProblem, schemaForm } from "./forms.js";
 import { renderBlocks } from "./render.js";
 
 let cards = 0;
@@ -43,11 +45,15 @@ const BUILDERS = {
   "elicitation/create"(params, settle, { id }) {
     const parts = [el("p", { class: "input-message" }, String(params.message ?? ""))];
     let form = null;
+    let refusal = null;
     if (params.mode === "url") {
       const url = String(params.url ?? "");
       parts.push(/^https?:\/\//i.test(url)
         ? el("a", { href: url, target: "_blank", rel: "noopener noreferrer", class: "elicit-url" }, url)
         : el("code", {}, url));
+    } else if ((refusal = formProblem(params.requestedSchema))) {
+      parts.push(el("p", { class: "form-refusal", role: "alert" },
+        `This form cannot be filled in: ${refusal}. Decline or cancel it.`));
     } else {
       form = schemaForm(params.requestedSchema, { prefix: `${id}-field` });
       parts.push(form.element);
@@ -63,7 +69,7 @@ const BUILDERS = {
       return settle({ action: "accept", content: outcome.values });
     };
     parts.push(problem, el("div", { class: "buttons" },
-      el("button", { type: "button", class: "primary accept", onclick: accept }, "Accept"),
+      el("button", { type: "button", class: "primary accept", onclick: accept, disabled: Boolean(refusal) }, "Accept"),
       el("button", { type: "button", class: "decline", onclick: () => settle({ action: "decline" }) }, "Decline"),
       el("button", { type: "button", class: "cancel", onclick: () => settle({ action: "cancel" }) }, "Cancel")));
     return parts;
