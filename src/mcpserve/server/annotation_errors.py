@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 import types
 import typing
 from collections.abc import Callable
@@ -255,8 +254,6 @@ def describe(tp: Any) -> str:
         return "None"
     if tp is Any:
         return "Any"
-    if tp is inspect.Parameter.empty:
-        return "(no annotation)"
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is Annotated:

@@ -74,13 +74,15 @@ def form_schema(schema: type[pydantic.BaseModel] | dict[str, Any]) -> FormSchema
     >>> form_schema(Loan).wire["properties"]["weeks"]
     {'type': 'integer'}
     """
+    outcome: FormSchema | FormSchemaError | None
     if isinstance(schema, dict):
         try:
             key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
         except TypeError:  # Python objects in it: no cache key, so check it afresh
-            outcome = _checked(schema)
+            outcome = _refusal(schema)
         else:
-            outcome = _checked_json(key)
+            outcome = _cached_refusal(key)
+        outcome = outcome or FormSchema(schema)  # sent as written, in its own key order
     elif isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         outcome = _translated(schema)
     else:
@@ -109,15 +111,17 @@ def _translated(model: type[pydantic.BaseModel]) -> FormSchema | FormSchemaError
 
 
 @functools.lru_cache(maxsize=256)
-def _checked_json(key: bytes) -> FormSchema | FormSchemaError:
-    return _checked(orjson.loads(key))
+def _cached_refusal(key: bytes) -> FormSchemaError | None:
+    return _refusal(orjson.loads(key))
 
 
-def _checked(schema: dict[str, Any]) -> FormSchema | FormSchemaError:
+def _refusal(schema: dict[str, Any]) -> FormSchemaError | None:
+    """Why a hand-written schema is no form (None when it is one)."""
     try:
-        return _Form(strict=True).build(schema)
+        _Form(strict=True).build(schema)
     except FormSchemaError as exc:
         return FormSchemaError(f"This requested schema cannot be an elicitation form: {exc}")
+    return None
 
 
 class _Form:
@@ -150,7 +154,7 @@ class _Form:
             wire["$schema"] = schema["$schema"]
         if kept := [name for name in required if name not in optional]:
             wire["required"] = kept
-        return FormSchema(wire if not self.strict else schema, tuple(optional))
+        return FormSchema(wire, tuple(optional))
 
     def rewrite(self, rule: str) -> None:
         """A difference a model's translation removes, and a hand-written schema must not have."""
