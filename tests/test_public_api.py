@@ -83,6 +83,16 @@ LAZY_MODULES = (
     "mcpserve.server.openapi",  # only for servers built from an OpenAPI document
     "concurrent.futures.thread",  # the pool starts with the first blocking handler
 )
+# pydantic's validation and schema machinery waits for the first schema built (a
+# registration): `import mcpserve` costs about what `import asyncio, pydantic, orjson` does
+# (docs/performance.md), and a client never pays for it.
+AT_FIRST_SCHEMA = (
+    "pydantic.main",
+    "pydantic.type_adapter",
+    "pydantic.json_schema",
+    "mcpserve.server.schema_generator",
+    "mcpserve.server.form_schema",
+)
 
 
 def _modules_after(code: str) -> set[str]:
@@ -103,8 +113,15 @@ def test_import_loads_nothing_optional() -> None:
     modules = _modules_after("import mcpserve")
     assert "mcpserve.server.server" in modules  # the probe itself works
     assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
+    assert [name for name in AT_FIRST_SCHEMA if _loaded(modules, name)] == []
     # pydantic's field machinery (and pydantic.types behind it) waits for the first tool.
     assert "pydantic.fields" not in modules
+
+
+def test_a_client_loads_no_schema_machinery() -> None:
+    modules = _modules_after("from mcpserve import Client, Server\nClient(Server('s'))")
+    assert "mcpserve.client.client" in modules
+    assert [name for name in AT_FIRST_SCHEMA if _loaded(modules, name)] == []
 
 
 def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional() -> None:

@@ -140,7 +140,7 @@ def schema_error(annotation: Any, mode: Literal["validation", "serialization"]) 
     """Why ``annotation`` has no JSON Schema, or ``None`` when it has one."""
     from pydantic import TypeAdapter
 
-    from .json_schema import CleanJsonSchemaGenerator
+    from .schema_generator import CleanJsonSchemaGenerator
 
     try:
         TypeAdapter(annotation).json_schema(mode=mode, schema_generator=CleanJsonSchemaGenerator)

@@ -1,8 +1,8 @@
 """JSON Schema 2020-12 from pydantic, cleaned for MCP clients.
 
-Schemas come from pydantic's generator with :class:`CleanJsonSchemaGenerator`, which never
-invents titles from field or class names but keeps the ones users set, and then go through
-:func:`clean_schema`:
+Schemas come from pydantic's generator with
+:class:`~.schema_generator.CleanJsonSchemaGenerator`, which never invents titles from field
+or class names but keeps the ones users set, and then go through :func:`clean_schema`:
 
 * ``$ref``s are inlined and ``$defs`` dropped, because several MCP clients ignore ``$defs``.
   Recursive definitions cannot be inlined, so those alone stay in ``$defs``. Inlining copies
@@ -23,10 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 import orjson
-from pydantic import TypeAdapter
-from pydantic.json_schema import GenerateJsonSchema, JsonRef, JsonSchemaValue, JsonSchemaWarningKind
 
-_CLASS_SCHEMAS = frozenset({"model", "dataclass", "typed-dict", "enum"})
 _NULL: dict[str, Any] = {"type": "null"}
 _DEF_PREFIX = "#/$defs/"
 _SUBSCHEMA = frozenset(
@@ -41,39 +38,11 @@ _NOT_FLAT = _SUBSCHEMA | _SUBSCHEMA_LIST | _SUBSCHEMA_MAP | {"$ref", "$defs", "e
 INLINE_LIMIT = 64 * 1024
 
 
-class CleanJsonSchemaGenerator(GenerateJsonSchema):
-    """Pydantic's generator minus the titles it derives from field and class names."""
-
-    # A sentinel default (``_MISSING = object()``) is a normal Python idiom: leave it out of the
-    # schema quietly instead of warning at every registration. (Declared as in the base class.)
-    ignored_warning_kinds: set[JsonSchemaWarningKind] = {  # noqa: RUF012
-        "skipped-choice",
-        "non-serializable-default",
-    }
-
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-    def generate_inner(self, schema: Any) -> JsonSchemaValue:
-        result = super().generate_inner(schema)
-        # Class titles are added after the type-specific method returns (for enums by a hook
-        # that edits the stored definition), so they are removed here, from the definition.
-        if schema.get("type") in _CLASS_SCHEMAS and (cls := schema.get("cls")) is not None:
-            ref = result.get("$ref")
-            target = self.get_schema_from_definitions(JsonRef(ref)) if ref else result
-            config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", {})
-            explicit = isinstance(config, Mapping) and (
-                config.get("title") is not None or config.get("model_title_generator") is not None
-            )
-            if target is not None and not explicit and target.get("title") == cls.__name__:
-                del target["title"]
-        return result
-
-
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline ``$ref``s (keeping ``$defs`` only for recursive definitions) and collapse
     ``Optional`` of flat schemas into a ``type`` list. Returns a new dict and leaves the input
-    alone. Titles are the generator's business: see :class:`CleanJsonSchemaGenerator`."""
+    alone. Titles are the generator's business: see
+    :class:`~.schema_generator.CleanJsonSchemaGenerator`."""
     defs: dict[str, Any] = schema.get("$defs") or {}
     recursive = _recursive_defs(defs)
     if defs and _inlined_size(schema, defs, recursive) > INLINE_LIMIT:
@@ -197,5 +166,9 @@ def type_schema(
     tp: Any, *, mode: Literal["validation", "serialization"] = "validation"
 ) -> dict[str, Any]:
     """The cleaned, title-free JSON Schema of any type pydantic understands."""
+    from pydantic import TypeAdapter
+
+    from .schema_generator import CleanJsonSchemaGenerator
+
     adapter: TypeAdapter[Any] = TypeAdapter(tp)
     return clean_schema(adapter.json_schema(mode=mode, schema_generator=CleanJsonSchemaGenerator))

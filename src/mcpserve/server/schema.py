@@ -39,11 +39,15 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NotRequired, Required, cast
 
 import orjson
-from pydantic import ConfigDict, TypeAdapter
 from typing_extensions import TypedDict  # pydantic rejects typing's before Python 3.12
 
 from .docstrings import parse_docstring, remember_last, unwrap
-from .json_schema import CleanJsonSchemaGenerator, clean_schema
+from .json_schema import clean_schema
+
+if typing.TYPE_CHECKING:
+    # pydantic's validation and schema machinery loads with the first schema built (a
+    # registration), not with ``import mcpserve``.
+    from pydantic import TypeAdapter
 
 __all__ = [
     "ArgumentSpec",
@@ -278,6 +282,10 @@ def _build_arguments(
 ) -> ArgumentSpec:
     if not fields:  # nothing to validate (most resources, many tools): no pydantic at all
         return ArgumentSpec(_no_arguments_schema(), context_param, (), _no_arguments, None)
+    from pydantic import ConfigDict, TypeAdapter
+
+    from .schema_generator import CleanJsonSchemaGenerator
+
     arguments_type: Any = cast(Any, TypedDict)("Arguments", fields)
     # In strict mode this config only governs the Python-object fallback in validate().
     arguments_type.__pydantic_config__ = ConfigDict(strict=strict, extra="ignore")
@@ -320,6 +328,8 @@ def _no_arguments(arguments: Any) -> dict[str, Any]:
 def _any_adapter() -> TypeAdapter[Any]:
     # Built on first use, not at import: pydantic's first validator scans installed
     # packages for plugins, which `import mcpserve` should not pay for.
+    from pydantic import TypeAdapter
+
     return TypeAdapter(Any)
 
 
@@ -381,6 +391,10 @@ def inspect_output(fn: Callable[..., Any], *, content_types: tuple[type, ...] = 
     if _is_loose(bare):
         return OutputSpec(schema=None, structured=True, adapter=_any_adapter())
     try:
+        from pydantic import TypeAdapter
+
+        from .schema_generator import CleanJsonSchemaGenerator
+
         adapter: TypeAdapter[Any] = TypeAdapter(annotation)
         generated = adapter.json_schema(
             mode="serialization", schema_generator=CleanJsonSchemaGenerator
