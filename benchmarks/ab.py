@@ -60,6 +60,8 @@ def checkout(ref: str) -> Iterator[Path]:
 
 def environment(source: Path) -> dict[str, str]:
     env = dict(os.environ)
+    # Bytecode caches as any deployment has them: without, every run compiles both trees.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join([str(source / "src"), str(HERE / "servers")])
     return env
 
