@@ -217,3 +217,21 @@ async def test_the_warning_reaches_stderr_of_a_stdio_server(tmp_path: Path) -> N
 @pytest.fixture(autouse=True)
 def _capture_warnings(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="mcpserve")
+
+
+def test_the_docs_show_the_warning_as_it_is_written(caplog: pytest.LogCaptureFixture) -> None:
+    from mcpserve.server.loop_watch import LoopWatch
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    for page, name, kind in (
+        ("tutorial.md", "count_books", "Tool"),
+        ("reference.md", "lookup", "Tool"),
+    ):
+
+        def held() -> None: ...
+
+        held.__qualname__ = name
+        caplog.clear()
+        LoopWatch().held(held, kind, name, 2.0)
+        [warning] = warnings_in(caplog)
+        assert f"```text\n{warning}\n```" in (docs / page).read_text(), page
