@@ -221,3 +221,10 @@ def test_the_blocker_blocks_only_what_it_names() -> None:
     )
     assert kind == "ModuleNotFoundError|x|None|False"
     assert said == "x"
+
+
+def test_the_reference_shows_the_message_as_it_is_written() -> None:
+    from mcpserve._extras import missing_extra
+
+    said = str(missing_extra("Server(tracing=True)", "opentelemetry"))
+    assert f"```text\n{said}\n```" in (ROOT / "docs" / "reference.md").read_text()
