@@ -71,7 +71,9 @@ class Session:
     Plain data, so any transport (or a store shared between processes) can hold it.
     """
 
-    __slots__ = ("client_capabilities", "client_info", "log_level", "principal",
+    # __weakref__: whoever keeps something for a session (a proxy, its upstream session)
+    # learns of the session's end when the transport drops it.
+    __slots__ = ("__weakref__", "client_capabilities", "client_info", "log_level", "principal",
                  "resource_subscriptions", "version")  # fmt: skip
 
     def __init__(
