@@ -7,7 +7,8 @@
 // make a change through another instance, kill one, read where a request landed.
 //
 // Commands ("op"):
-//   connect  {url, mode: "legacy" | "auto", answer}  answer: what elicitation gets back
+//   connect  {url, mode: "legacy" | "auto", answer, roots?}  answer: what elicitation gets
+//            back; roots (a list of {uri, name}): declared, and what roots/list gets back
 //   call     {name, arguments}      -> {isError, texts, structured}
 //   listTools {}                     -> {names} (tools/list)
 //   setLevel {level}                 logging/setLevel (handshake era)
@@ -55,15 +56,20 @@ function describe(error) {
     };
 }
 
-function newClient(mode, answer) {
-    const made = new Client(
-        { name: 'cluster-ts-client', version: '1.0.0' },
-        { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } }
-    );
+function newClient(mode, answer, roots) {
+    const capabilities = { elicitation: { form: {} } };
+    if (roots !== undefined) capabilities.roots = {};
+    const made = new Client({ name: 'cluster-ts-client', version: '1.0.0' }, { capabilities, versionNegotiation: { mode } });
     made.setRequestHandler('elicitation/create', async request => {
         seen.asked.push(request.params.message);
         return { action: 'accept', content: answer };
     });
+    if (roots !== undefined) {
+        made.setRequestHandler('roots/list', async () => {
+            seen.asked.push('roots/list');
+            return { roots };
+        });
+    }
     made.setNotificationHandler('notifications/message', notification => {
         seen.logs.push([notification.params.level, notification.params.data]);
         notify();
@@ -85,8 +91,8 @@ function connected() {
     };
 }
 
-async function connect({ url, mode, answer }) {
-    client = newClient(mode, answer);
+async function connect({ url, mode, answer, roots }) {
+    client = newClient(mode, answer, roots);
     transport = new StreamableHTTPClientTransport(new URL(url));
     await client.connect(transport);
     return connected();
