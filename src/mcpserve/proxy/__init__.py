@@ -6,6 +6,8 @@ another server, over one connection made when it starts (:mod:`.upstream`). The 
 * :mod:`.proxy`: the server and its lifespan;
 * :mod:`.gateway`: several proxies mounted in one server, each under a namespace;
 * :mod:`.upstream`: the one connection, in whichever era the upstream speaks;
+* :mod:`.sessions`: a handshake-era session upstream for each handshake-era client of a
+  2026-07-28 upstream, so the upstream's own requests reach it;
 * :mod:`.link`: the lean HTTP/1.1 link a 2026-07-28 upstream is reached by;
 * :mod:`.mirror` and :mod:`.entries`: the upstream's lists as forwarding registry entries;
 * :mod:`.forwarding` and :mod:`.exchange`: one request forwarded, its questions carried

@@ -5,9 +5,10 @@ The upstream tells of a change with a notification, whichever era it speaks: on 
 hears them all (:meth:`Changes.heard`):
 
 * ``notifications/{tools,prompts,resources}/list_changed``: that list is read again
-  (:class:`~.mirror.Mirror`); what changed reaches the proxy's own listeners as its own
-  list change. Reloads of one list never overlap: a change heard during a reload reloads
-  once more after it.
+  (:class:`~.mirror.Mirror`), from the upstream's connection, or from the session that
+  told of it when that is a process of its own (:mod:`.sessions`); what changed reaches
+  the proxy's own listeners as its own list change. Reloads of one list never overlap: a
+  change heard during a reload reloads once more after it, from where the last one came.
 * ``notifications/resources/updated``: published on the proxy's subscription bus, so every
   client subscribed to the URI (or a parent of it) hears it, in either era.
 
@@ -38,7 +39,7 @@ from ..protocol.jsonrpc import JSONDict
 
 if TYPE_CHECKING:
     from ..client.client import Client
-    from .mirror import Mirror
+    from .mirror import ListSource, Mirror
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
@@ -75,6 +76,8 @@ class Changes:
         self.uris: set[str] = set()
         self._reloading: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
+        #: Where each list is to be read next (absent: the upstream's connection).
+        self._sources: dict[str, ListSource] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._holder: asyncio.Task[None] | None = None
         self._backoff = _FIRST_BACKOFF_SECONDS
@@ -82,11 +85,12 @@ class Changes:
 
     # -- what the upstream tells ------------------------------------------------------------
 
-    async def heard(self, method: Any, params: JSONDict) -> bool:
-        """Act on a change notification; False for any other notification."""
+    async def heard(self, method: Any, params: JSONDict, source: ListSource | None = None) -> bool:
+        """Act on a change notification (a list change read again from ``source``, if
+        given); False for any other notification."""
         kind = _LIST_CHANGED.get(method) if isinstance(method, str) else None
         if kind is not None:
-            self.reload(kind)
+            self.reload(kind, source)
             return True
         if method == "notifications/resources/updated":
             uri = params.get("uri")
@@ -95,8 +99,13 @@ class Changes:
             return True
         return False
 
-    def reload(self, kind: str) -> None:
-        """Read one list again, now or right after the reload under way."""
+    def reload(self, kind: str, source: ListSource | None = None) -> None:
+        """Read one list again (from ``source``, else the upstream's connection), now or
+        right after the reload under way."""
+        if source is None:
+            self._sources.pop(kind, None)
+        else:
+            self._sources[kind] = source
         if kind in self._reloading:
             self._again.add(kind)
             return
@@ -107,7 +116,7 @@ class Changes:
             while True:
                 self._again.discard(kind)
                 try:
-                    await self.mirror.load(kind)
+                    await self.mirror.load(kind, self._sources.pop(kind, None))
                 except MCPError as exc:
                     logger.warning("Reloading the %s of the upstream server %s failed: %s", kind,
                                    self.upstream.label, exc.message)  # fmt: skip

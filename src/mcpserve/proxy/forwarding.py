@@ -16,8 +16,13 @@ client (down)     upstream            what the proxy does
                                       retry's ``inputResponses`` go upstream with the
                                       upstream's state: the upstream resumes, nothing is
                                       run again from scratch
-handshake era     2026-07-28          answers each round itself, asking the client real
-                                      requests over its session, and sends the retry
+handshake era     2026-07-28          sends the call on a handshake-era session opened
+                                      upstream for the client's session (:mod:`.sessions`),
+                                      and relays each upstream request to the client and
+                                      the answer back; when the upstream serves no
+                                      handshake era, answers each ``input_required`` round
+                                      itself, asking the client real requests over its
+                                      session, and sends the retry
 handshake era     handshake era       relays each upstream request to the client's session
                                       and the answer back, while the call waits
 2026-07-28        handshake era       parks the upstream call, still waiting on its
@@ -48,6 +53,7 @@ from ..protocol.errors import InternalError, InvalidParams, MCPError
 from ..protocol.jsonrpc import JSONDict
 from ..server.tasks import TASKS_EXTENSION
 from .exchange import CURRENT, Exchange, Forwarded, ask_session
+from .sessions import SessionLink, SessionLinks
 from .upstream import CLIENT_INFO, UpstreamUnavailable
 from .wire import UpstreamError, can_answer, clean_result, downstream_error
 
@@ -70,6 +76,8 @@ class Forwarder:
         self.exchanges: set[Exchange] = set()
         #: Calls waiting for a 2026-07-28 client's retry, by the id sealed in its state.
         self.parked: dict[str, Exchange] = {}
+        #: The upstream sessions of handshake-era clients (a 2026-07-28 upstream's).
+        self.sessions = SessionLinks(upstream)
 
     # -- where upstream messages go --------------------------------------------------------
 
@@ -145,8 +153,12 @@ class Forwarder:
         result["requestState"] = _seal(ctx, binding, payload, round_number + 1)
 
     async def _answering(self, request: Forwarded, ctx: Context) -> JSONDict:
-        """A handshake-era client, a 2026-07-28 upstream: each round is asked of the client
-        over its session, and the retry sent upstream."""
+        """A handshake-era client, a 2026-07-28 upstream: the call goes on the client's own
+        upstream session when the upstream has the handshake era; else each round is asked
+        of the client over its session, and the retry sent upstream."""
+        link = await self.sessions.link_for(ctx)
+        if link is not None:
+            return await self._call_in_session(request, Exchange(ctx), link)
         exchange = Exchange(ctx)
         result = await self._call(request, exchange, {})
         rounds = 0
@@ -291,6 +303,31 @@ class Forwarder:
         if sealed_round is not None and result.get("resultType") == _INPUT_REQUIRED:
             self._seal_state(result, request, exchange.ctx, sealed_round)
         return result
+
+    async def _call_in_session(
+        self, request: Forwarded, exchange: Exchange, link: SessionLink
+    ) -> JSONDict:
+        """Send ``request`` on a handshake-era ``link``: what the upstream asks and tells
+        meanwhile goes to ``exchange``'s client (:meth:`SessionLink.exchange_of_message`)."""
+        params = dict(request.params)
+        ctx = exchange.ctx
+        trace = ctx.trace_context
+        if trace:
+            params["_meta"] = dict(trace)
+        progress = exchange.progress if ctx.progress_token is not None else None
+        token = CURRENT.set(exchange)
+        link.calls[exchange] = None
+        try:
+            raw = await link.request(request.method, params, on_progress=progress)
+        except UpstreamUnavailable:
+            raise
+        except MCPError as exc:
+            label = self.upstream.label
+            raise downstream_error(exc, request.method, request.params, label) from None
+        finally:
+            link.calls.pop(exchange, None)
+            CURRENT.reset(token)
+        return clean_result(request.method, raw, self.upstream.label)
 
     def _meta(self, ctx: Context, method: str) -> JSONDict:
         """The ``_meta`` the upstream gets: on 2026-07-28 the client's capabilities (the

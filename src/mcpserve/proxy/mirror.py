@@ -6,6 +6,11 @@ entry whose upstream listing changed is replaced; an unchanged one is left alone
 change goes through the registry, so the proxy's own listeners hear ``list_changed`` for
 exactly what changed, as for any server whose registrations change while it serves.
 
+A list read from a handshake-era client's own upstream process (:mod:`.sessions`) only
+adds and changes entries: that process is one client's, and what it lacks is still
+listed by the proxy's own. Its tools come in the handshake era's shape, so one that
+differs only by the wrapping of its output schema is left alone.
+
 Entries the proxy's own code registered (``@proxy.tool``) stay, and win over an upstream
 entry of the same name, which is left out with a warning. An upstream entry the proxy
 cannot serve (not an object, no name, an invalid ``inputSchema``, ``x-mcp-header`` or URI
@@ -17,12 +22,14 @@ forwarding completer.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.legacy import legacy_tool
 from .entries import (
     ForwardedCompleter,
     ForwardedPrompt,
@@ -41,6 +48,16 @@ if TYPE_CHECKING:
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
+
+
+class ListSource(Protocol):
+    """Where a list is read: the upstream's connection, or a handshake-era session."""
+
+    #: Whether it speaks the handshake era (its tools' output schemas come wrapped).
+    legacy: bool
+
+    async def request(self, method: str, params: JSONDict) -> Any: ...
+
 
 #: The lists the proxy mirrors, by the capability that offers them.
 KINDS = ("tools", "resources", "prompts")
@@ -77,31 +94,37 @@ class Mirror:
                 logger.warning("Leaving out the %s of the upstream server %s: %s", kind,
                                self.upstream.label, exc.message)  # fmt: skip
 
-    async def load(self, kind: str) -> None:
-        """Make the registry's ``kind`` list (``"resources"``: templates too) the upstream's."""
+    async def load(self, kind: str, source: ListSource | None = None) -> None:
+        """Make the registry's ``kind`` list (``"resources"``: templates too) the upstream's.
+
+        With ``source`` (a handshake-era client's own upstream process, :mod:`.sessions`),
+        the list is read there and only adds and changes entries: what that process does
+        not list stays, as the proxy's own connection lists it."""
         offered = kind in self.upstream.capabilities
+        lister = source or self.upstream
+        apply = functools.partial(self._apply, legacy=lister.legacy, additive=source is not None)
         if kind == "tools":
-            tools = await self._list("tools/list", "tools") if offered else []
-            self._apply(self.registry.tools, self._built(tools, self._tool), "tools")
+            tools = await self._list(lister, "tools/list", "tools") if offered else []
+            apply(self.registry.tools, self._built(tools, self._tool), "tools")
         elif kind == "prompts":
-            prompts = await self._list("prompts/list", "prompts") if offered else []
-            self._apply(self.registry.prompts, self._built(prompts, self._prompt), "prompts")
+            prompts = await self._list(lister, "prompts/list", "prompts") if offered else []
+            apply(self.registry.prompts, self._built(prompts, self._prompt), "prompts")
         else:
-            resources = await self._list("resources/list", "resources") if offered else []
+            resources = await self._list(lister, "resources/list", "resources") if offered else []
             templates = (
-                await self._list("resources/templates/list", "resourceTemplates") if offered else []
+                await self._list(lister, "resources/templates/list", "resourceTemplates")
+                if offered
+                else []
             )
-            self._apply(self.registry.resources, self._built(resources, self._resource),
-                        "resources")  # fmt: skip
-            self._apply(self.registry.templates, self._built(templates, self._template),
-                        "resources")  # fmt: skip
+            apply(self.registry.resources, self._built(resources, self._resource), "resources")
+            apply(self.registry.templates, self._built(templates, self._template), "resources")
         self._complete()
 
-    async def _list(self, method: str, key: str) -> list[Any]:
+    async def _list(self, lister: ListSource, method: str, key: str) -> list[Any]:
         entries: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            result = await self.upstream.request(method, {"cursor": cursor} if cursor else {})
+            result = await lister.request(method, {"cursor": cursor} if cursor else {})
             page = result.get(key) if isinstance(result, dict) else None
             if not isinstance(page, list):
                 raise UpstreamError(f"The upstream server {self.upstream.label} answered "
@@ -156,10 +179,21 @@ class Mirror:
 
     # -- applying them -----------------------------------------------------------------------
 
-    def _apply(self, current: dict[str, Any], built: dict[str, Any], kind: str) -> None:
+    def _apply(
+        self,
+        current: dict[str, Any],
+        built: dict[str, Any],
+        kind: str,
+        *,
+        legacy: bool = False,
+        additive: bool = False,
+    ) -> None:
+        """Make ``current`` hold ``built`` (``additive``: and keep what it does not list).
+        ``legacy``: listed in the handshake era, where a tool the same but for its output
+        schema's wrapping is unchanged."""
         registry = self.registry
         for key, item in list(current.items()):
-            if self._mine(item) and key not in built:
+            if self._mine(item) and key not in built and not additive:
                 _remove(registry, kind, item, key)
         for key, item in built.items():
             existing = current.get(key)
@@ -169,7 +203,7 @@ class Mirror:
                 logger.warning("The upstream server %s offers %r, which the proxy itself "
                                "registered: the proxy's own is kept", self.upstream.label,
                                key)  # fmt: skip
-            elif existing.wire != item.wire or type(existing) is not type(item):
+            elif type(existing) is not type(item) or not _same(existing.wire, item.wire, legacy):
                 _add(registry, kind, item, replace=True)
 
     def _mine(self, item: Any) -> bool:
@@ -202,6 +236,12 @@ class Mirror:
                 isinstance(existing, ForwardedCompleter) and existing.ref != completer.ref
             ):
                 self.registry.add_completer(key, completer)
+
+
+def _same(held: JSONDict, listed: JSONDict, legacy: bool) -> bool:
+    if held == listed:
+        return True
+    return legacy and legacy_tool(held) == legacy_tool(listed)
 
 
 def _add(registry: Registry, kind: str, item: Any, *, replace: bool) -> None:

@@ -8,15 +8,16 @@ lifespan. When the server starts, the proxy connects to the upstream
 Everything else is the server's own: both eras downstream on every transport, middleware,
 authentication, caching hints, tools of its own next to the forwarded ones.
 
-Upstream notifications are sorted here: changes to :class:`~.changes.Changes`, the rest
-(logs, a vendor's own) to the downstream request they belong to
-(:class:`~.forwarding.Forwarder`); progress arrives by token, and never comes here.
+Upstream notifications are sorted here, those of the shared connection and those of a
+handshake-era client's own session (:mod:`.sessions`) alike: changes to
+:class:`~.changes.Changes`, the rest (logs, a vendor's own) to the downstream request they
+belong to; progress arrives by token, and never comes here.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from ..protocol.core import Auth
     from ..server.context import Context
     from ..server.middleware import CallNext
+    from .exchange import Exchange
+    from .sessions import SessionLink
 
 logger = logging.getLogger("mcpserve.proxy")
 
@@ -53,6 +56,7 @@ class Proxy:
         upstream.on_question = self.forwarder.answer
         upstream.on_notification = self.heard
         upstream.on_connected = self.connected
+        self.forwarder.sessions.on_notification = self.heard_in_session
 
     @asynccontextmanager
     async def lifespan(self, server: Server[Proxy]) -> AsyncIterator[Proxy]:
@@ -64,6 +68,7 @@ class Proxy:
         finally:
             await self.changes.stop()
             self.forwarder.shutdown()
+            await self.forwarder.sessions.close()
             await self.upstream.close()
 
     async def connected(self) -> None:
@@ -76,12 +81,26 @@ class Proxy:
         await self.changes.started()
 
     async def heard(self, message: JSONDict) -> None:
+        """A notification on the shared connection."""
+        await self._sort(message, self.forwarder.exchange_of_message, None)
+
+    async def heard_in_session(self, link: SessionLink, message: JSONDict) -> None:
+        """A notification on a handshake-era client's own session: a list it changed is
+        read from it when it is a process of its own (``.sessions``)."""
+        await self._sort(message, link.exchange_of_message, link if link.own_process else None)
+
+    async def _sort(
+        self,
+        message: JSONDict,
+        exchange_of_message: Callable[[], Exchange | None],
+        source: SessionLink | None,
+    ) -> None:
         method = message.get("method")
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
-        if method in _IGNORED or await self.changes.heard(method, params):
+        if method in _IGNORED or await self.changes.heard(method, params, source):
             return
-        exchange = self.forwarder.exchange_of_message()
+        exchange = exchange_of_message()
         if exchange is None:
             logger.debug("Dropped %s from the upstream server %s: it names no request in "
                          "flight", method, self.upstream.label)  # fmt: skip
@@ -93,6 +112,10 @@ class Proxy:
         uris = subscribed_uris(ctx)
         if uris:
             await self.subscribe(uris, ctx.request.auth)
+            session = ctx.request.session
+            link = self.forwarder.sessions.held(session) if session is not None else None
+            if link is not None and link.own_process:  # the client's calls run there
+                await link.subscribe(uris)
         return await call_next()
 
     async def subscribe(self, uris: list[str], auth: Auth) -> None:

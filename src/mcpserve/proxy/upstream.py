@@ -6,6 +6,9 @@ era is settled when it connects (``server/discover``, else ``initialize``), as a
 settles it, unless ``protocol_version`` pins one. Every forwarded request goes out on that
 one connection, concurrently: no client and no handshake per call.
 
+The same target also gives each handshake-era client of the proxy a session of its own
+when the upstream serves that era (:meth:`Upstream.open_session`, used by :mod:`.sessions`).
+
 What the client asks of the proxy's own caller goes through two callbacks the proxy sets:
 ``on_question(method, params)`` answers the handshake era's server-to-client requests, and
 ``on_notification(message)`` hears every notification. The connection is opened in a
@@ -107,6 +110,22 @@ async def _opened(client: Client) -> JSONDict | None:
         raise
 
 
+def upstream_error(error: Any) -> MCPError:
+    """An upstream's JSON-RPC error object as :class:`MCPError`, as the upstream sent it."""
+    if not isinstance(error, dict):
+        error = {"message": "The upstream answered with an invalid error"}
+    code = error.get("code")
+    return MCPError(str(error.get("message", ""))[:1000], data=error.get("data"),
+                    code=code if type(code) is int else c.INTERNAL_ERROR)  # fmt: skip
+
+
+def refused_by_status(exc: BaseException) -> bool:
+    """Whether an HTTP server answered with a 4xx that carried no JSON-RPC: a refusal of
+    what was asked (a server without sessions refusing ``initialize``), not an outage."""
+    status = getattr(exc, "status", None)
+    return isinstance(status, int) and 400 <= status < 500
+
+
 class Upstream:
     """One upstream server, and the client connected to it."""
 
@@ -122,6 +141,7 @@ class Upstream:
         protocol_version: str | None = None,
         connect_timeout: float = 30.0,
         fast_http: bool = True,
+        max_sessions: int = 32,
     ) -> None:
         if isinstance(target, str) and not is_url(target):
             target = shlex.split(target)
@@ -138,6 +158,11 @@ class Upstream:
         self.connect_timeout = connect_timeout
         #: Reach a 2026-07-28 URL over the lean link (:mod:`.link`) rather than httpx2.
         self.fast_http = fast_http
+        if max_sessions < 0:
+            raise ValueError("max_sessions cannot be negative")
+        #: Handshake-era sessions opened for the proxy's handshake-era clients, at most
+        #: (:mod:`.sessions`; over stdio each is a process); 0: none.
+        self.max_sessions = max_sessions
         self._http_client = http_client
         self._owned_http: httpx2.AsyncClient | None = None
         self.on_question: QuestionHandler | None = None
@@ -177,7 +202,7 @@ class Upstream:
         proxied = urllib.request.getproxies().get(parts.scheme)
         return not proxied or bool(urllib.request.proxy_bypass(parts.hostname or ""))
 
-    def _new_client(self, *, lean: bool = False) -> Client:
+    def _new_client(self, *, lean: bool = False, **overrides: Any) -> Client:
         from ..client.client import Client
         from ..server.server import Server
 
@@ -188,6 +213,7 @@ class Upstream:
             "log_level": SESSION_LOG_LEVEL,
             "on_input": self._question,
             "on_notification": self._notification,
+            **overrides,
         }
         target = self.target
         if isinstance(target, Server):
@@ -199,14 +225,20 @@ class Upstream:
                                       connect_timeout=self.connect_timeout)  # fmt: skip
             return Client(link, **options)
         if is_url(target):
-            http = self._http_client
-            if http is None and self.auth is not None:
-                import httpx2
-
-                timeout = httpx2.Timeout(30.0, connect=self.connect_timeout, read=None, pool=None)
-                self._owned_http = http = httpx2.AsyncClient(auth=self.auth, timeout=timeout)
-            return Client.http(target, headers=self.headers, http_client=http, **options)
+            return Client.http(target, headers=self.headers, http_client=self._http(), **options)
         return Client.stdio(list(target), env=self.env, cwd=self.cwd, negotiate=True, **options)
+
+    def _http(self) -> httpx2.AsyncClient | None:
+        """The httpx2 client every connection to a URL shares: yours, or one made for
+        ``auth`` (None: the connection makes its own)."""
+        if self._http_client is not None or self.auth is None:
+            return self._http_client
+        if self._owned_http is None:
+            import httpx2
+
+            timeout = httpx2.Timeout(30.0, connect=self.connect_timeout, read=None, pool=None)
+            self._owned_http = httpx2.AsyncClient(auth=self.auth, timeout=timeout)
+        return self._owned_http
 
     async def connect(self) -> Client:
         """The connected client: this one, or a new one if there is none (raises
@@ -258,6 +290,39 @@ class Upstream:
                 await lean.__aexit__(None, None, None)
         client = self._new_client()
         await _opened(client)
+        return client
+
+    @property
+    def opens_sessions(self) -> bool:
+        """Whether handshake-era sessions of their own may be opened for handshake-era
+        clients: the upstream is a URL or a command, its era was not pinned, and
+        ``max_sessions`` allows some."""
+        from ..server.server import Server
+
+        return (self.protocol_version is None and self.max_sessions > 0
+                and not isinstance(self.target, Server))  # fmt: skip
+
+    async def open_session(
+        self,
+        version: str,
+        capabilities: JSONDict,
+        on_input: QuestionHandler,
+        on_notification: NotificationHandler,
+    ) -> Client:
+        """A new handshake-era session with the upstream (over stdio, a new process), at
+        ``version``, declaring ``capabilities``; its questions go to ``on_input`` and its
+        notifications to ``on_notification``. Raises :class:`MCPError` when the upstream
+        refuses the handshake, :class:`UpstreamUnavailable` when it cannot be reached."""
+        client = self._new_client(protocol_version=version, capabilities=capabilities,
+                                  on_input=on_input, on_notification=on_notification)  # fmt: skip
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                await _isolated(client.__aenter__())
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            if refused_by_status(exc):
+                raise MCPError(_reason(exc)) from None
+            raise UpstreamUnavailable(f"Could not open a session with the upstream server "
+                                      f"{self.label}: {_reason(exc)}") from None  # fmt: skip
         return client
 
     async def close(self) -> None:
@@ -328,13 +393,8 @@ class Upstream:
         finally:
             if token is not None:
                 client.router.forget_progress(token)
-        error = response.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                error = {"message": "The upstream answered with an invalid error"}
-            code = error.get("code")
-            raise MCPError(str(error.get("message", ""))[:1000], data=error.get("data"),
-                           code=code if type(code) is int else c.INTERNAL_ERROR)  # fmt: skip
+        if response.get("error") is not None:
+            raise upstream_error(response["error"])
         return response.get("result")
 
     @property
