@@ -68,6 +68,13 @@ async def test_the_wheel_installs_in_a_fresh_environment_and_serves_over_stdio(
     if (ROOT / "LICENSE").exists():
         expected.add("LICENSE")
     assert expected <= names
+    # Every file of the repository, and nothing git ignores (what running the benchmarks or
+    # the tests makes: venvs with links to absolute paths, which unpack nowhere).
+    tracked = set(run("git", "ls-files", cwd=ROOT).split())
+    assert tracked <= names
+    ignored = subprocess.run(["git", "check-ignore", "--stdin"], cwd=ROOT, capture_output=True,
+                             text=True, input="\n".join(sorted(names - tracked)), check=False)  # fmt: skip
+    assert ignored.stdout.split() == []
 
     python = fresh_environment(tmp_path / "venv", wheel)
     imported = run(python, "-c", "import mcpserve; print(mcpserve.__file__)")
