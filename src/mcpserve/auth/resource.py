@@ -189,8 +189,11 @@ class ResourceServer:
             document["scopes_supported"] = self._scopes_supported
         self._metadata = document
         self._metadata_body = orjson.dumps(document)
-        challenged = (self.required_scopes - _NEVER_ADVERTISED).union(self._scopes_supported)
-        self._unauthorized_scope = " ".join(sorted(challenged))
+        if given is None:  # the default: everything the server declares, required included
+            challenged = frozenset(self._scopes_supported)
+        else:  # the operator's choice: least privilege first, the rest by step-up
+            challenged = self.required_scopes or frozenset(self._scopes_supported)
+        self._unauthorized_scope = " ".join(sorted(challenged - _NEVER_ADVERTISED))
 
     def _current(self) -> None:
         declared = self._declared
