@@ -116,6 +116,7 @@ def test_each_value_is_read_as_the_arguments_schema_says(word: str, expected: An
         ("color=green", "Argument 'color' expects \"red\" | \"blue\", got 'green'"),
         ("extra=k", "Argument 'extra' expects object, got 'k'; write an object as JSON"),
         ("mood=dark", "This tool has no argument 'mood'; it takes: isbn, count, price"),
+        ("colour=red", "This tool has no argument 'colour' (did you mean color?); it takes:"),
         ("isbn=2", "Argument 'isbn' is given twice; give it once"),
     ],
 )
@@ -125,9 +126,52 @@ def test_a_value_that_cannot_be_sent_is_refused_saying_why(word: str, message: s
     assert str(caught.value).startswith(message)
 
 
-def test_an_argument_a_schema_does_not_describe_is_sent_as_json_or_as_text() -> None:
-    open_schema = {"type": "object", "properties": {}}
+def test_a_name_the_schema_does_not_take_is_refused_though_additional_properties_is_unset() -> None:
+    """JSON Schema allows unnamed properties by default, and a server drops them: a typo
+    would run the tool without the argument meant, so it is refused, with the closest name."""
+    schema = {"type": "object", "properties": {"year": {"type": "integer"}, "isbn": {}}}
+    with pytest.raises(ArgumentError) as caught:
+        tool_arguments(["yaer=1965", "isbm=1"], schema, "Tool 'add_book'")
+    assert str(caught.value) == (
+        "Tool 'add_book' has no argument 'yaer' (did you mean year?) or 'isbm' (did you mean "
+        "isbn?); it takes: year, isbn"
+    )
+
+
+def test_a_name_far_from_every_argument_gets_no_suggestion() -> None:
+    with pytest.raises(ArgumentError) as caught:
+        tool_arguments(["zzz=1"], {"type": "object", "properties": {"year": {}}})
+    assert str(caught.value) == "This tool has no argument 'zzz'; it takes: year"
+
+
+def test_a_schema_without_properties_takes_any_name_as_json_or_as_text() -> None:
+    open_schema = {"type": "object"}
     assert tool_arguments(["n=3", "s=three"], open_schema) == {"n": 3, "s": "three"}
+
+
+def test_additional_properties_true_takes_other_names() -> None:
+    schema = {"type": "object", "properties": {"a": {}}, "additionalProperties": True}
+    assert tool_arguments(["a=1", "b=two"], schema) == {"a": 1, "b": "two"}
+
+
+def test_other_names_are_read_by_the_additional_properties_schema() -> None:
+    schema = {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}
+    assert tool_arguments(["b=2"], schema) == {"b": "2"}  # a string, as that schema says
+    with pytest.raises(ArgumentError, match="Argument 'b' expects integer, got 'x'"):
+        tool_arguments(["b=x"], {**schema, "additionalProperties": {"type": "integer"}})
+
+
+def test_names_matching_pattern_properties_are_taken_and_read_by_their_schema() -> None:
+    schema = {"type": "object", "properties": {}, "patternProperties": {"^x-": {"type": "integer"}}}
+    assert tool_arguments(["x-count=3"], schema) == {"x-count": 3}
+    with pytest.raises(ArgumentError, match="has no argument 'count'"):
+        tool_arguments(["count=3"], schema)
+
+
+def test_an_unknown_name_is_said_before_a_missing_required_one() -> None:
+    """``isbm=1`` is a typo for the required isbn: naming the typo says what to fix."""
+    with pytest.raises(ArgumentError, match="has no argument 'isbm' \\(did you mean isbn\\?\\)"):
+        tool_arguments(["isbm=1"], SCHEMA)
 
 
 @pytest.mark.parametrize(

@@ -259,6 +259,37 @@ def test_call_names_a_missing_required_argument_and_how_to_give_it(shelf: str) -
     assert "Missing argument 'isbn' (string): add isbn=VALUE" in result.stderr
 
 
+def test_call_refuses_an_argument_the_tool_does_not_take_naming_the_closest(shelf: str) -> None:
+    """``yaer=1965`` for ``year``: refused before the call, not dropped by the server."""
+    result = mcpserve("call", shelf, "lookup", "isbn=1", "conut=3")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Loading shelf_app.py...\n"
+        "Error: Tool 'lookup' has no argument 'conut' (did you mean count?); it takes: isbn, "
+        "count, tags, draft\n"
+    )
+
+
+def test_a_usage_error_found_after_parsing_is_one_line_without_clicks_usage_header(
+    shelf: str,
+) -> None:
+    result = mcpserve("call", shelf, "lookup", "count=three", "isbn=1")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Loading shelf_app.py...",
+        "Error: Argument 'count' expects integer, got 'three'",
+    ]
+
+
+def test_a_word_that_is_not_key_value_is_refused_before_the_target_is_loaded(
+    shelf: str,
+) -> None:
+    result = mcpserve("call", shelf, "lookup", "9780441013593")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: Expected KEY=VALUE")  # no "Loading" first
+
+
 def test_call_of_a_tool_the_server_lacks_lists_the_tools_it_has(shelf: str) -> None:
     result = mcpserve("call", shelf, "lend")
     assert result.exit_code == 2
@@ -405,7 +436,15 @@ def test_prompt_names_a_missing_required_argument(shelf: str) -> None:
 def test_prompt_refuses_an_argument_it_does_not_take_listing_those_it_does(shelf: str) -> None:
     result = mcpserve("prompt", shelf, "review", "title=Dune", "mood=dark")
     assert result.exit_code == 2
-    assert "This prompt has no argument 'mood'; it takes: title, tone" in result.stderr
+    assert "Error: Prompt 'review' has no argument 'mood'; it takes: title, tone\n" in (
+        result.stderr
+    )
+
+
+def test_prompt_suggests_the_argument_a_typo_was_meant_for(shelf: str) -> None:
+    result = mcpserve("prompt", shelf, "review", "titel=Dune")
+    assert result.exit_code == 2
+    assert "has no argument 'titel' (did you mean title?); it takes: title, tone" in (result.stderr)
 
 
 # --------------------------------------------------------------------------- finding the server
@@ -417,7 +456,10 @@ def test_a_missing_target_file_is_named_with_the_folder_it_was_looked_for_in(
     monkeypatch.chdir(tmp_path)
     result = mcpserve("inspect", "nowhere.py")
     assert result.exit_code == 2
-    assert f"No such file: nowhere.py (looked in {tmp_path})" in result.stderr
+    assert result.stderr == (
+        f"Error: No such file: nowhere.py (looked in {tmp_path}); give the path to the Python "
+        "file that creates your Server\n"
+    )
 
 
 def test_a_file_without_a_server_says_how_to_create_or_name_one(

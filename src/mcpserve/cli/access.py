@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .errors import Mistake
+
 if TYPE_CHECKING:
     from ..client.oauth import OAuthFlow
 
@@ -39,9 +41,9 @@ def parse_header(text: str) -> tuple[str, str]:
     name, colon, value = text.partition(":")
     name, value = name.strip(), value.strip()
     if not colon or not _HEADER_NAME.fullmatch(name):
-        raise click.UsageError(f"--header {text!r} is not NAME: VALUE (e.g. 'X-Team: blue')")
+        raise Mistake(f"--header {text!r} is not NAME: VALUE (e.g. 'X-Team: blue')")
     if "\r" in value or "\n" in value:
-        raise click.UsageError(f"--header {name}: the value holds a line break")
+        raise Mistake(f"--header {name}: the value holds a line break")
     return name, value
 
 
@@ -64,14 +66,14 @@ class HTTPAccess:
     ) -> HTTPAccess:
         parsed = dict(parse_header(text) for text in headers)
         if client_secret and not client_id:
-            raise click.UsageError("--client-secret needs --client-id")
+            raise Mistake("--client-secret needs --client-id")
         if client_id and not client_secret and not oauth:
-            raise click.UsageError(
+            raise Mistake(
                 "--client-id needs --client-secret (client credentials), or --oauth to log "
                 "in as a user through that pre-registered client"
             )
         if (oauth or client_id) and any(name.lower() == "authorization" for name in parsed):
-            raise click.UsageError(
+            raise Mistake(
                 "--header Authorization sends a token of your own; drop it or drop --oauth "
                 "and --client-id"
             )

@@ -4,18 +4,28 @@ A shell gives only strings, so a tool argument's value is read the way its ``inp
 says: each word is tried first as JSON (``3``, ``true``, ``null``, ``["a","b"]``,
 ``{"k": 1}``, ``"quoted"``) and then as the plain string, and the first reading that fits the
 argument's schema is sent. So ``isbn=9780441013593`` stays a string for a string argument
-(the number does not fit) while ``count=3`` is an integer for an integer one. An argument the
-schema does not describe is sent as JSON when it parses as JSON, else as the string.
+(the number does not fit) while ``count=3`` is an integer for an integer one.
+
+A tool takes the arguments its schema names in ``properties``, and no others: a name it does
+not take is almost always a typo (``yaer=1965``), and the server would drop it without a word
+(JSON Schema allows unnamed properties unless told otherwise, and most servers ignore them).
+Only a schema that says so welcomes others: ``additionalProperties`` true or a schema (the
+value is then read by that schema), a matching ``patternProperties``, or no ``properties`` at
+all (``{"type": "object"}``: anything goes, each value sent as JSON when it parses as JSON,
+else as the string). See docs/decisions.md, "Arguments a tool does not name".
 
 When no reading fits, the error names the argument, the type it expects and why the value
-does not fit; a missing required argument and a name the tool does not take are errors too,
-before anything is sent. Prompt arguments are always strings: only their names are checked.
+does not fit; a name the tool does not take (with the closest one it does, when one is close)
+and a missing required argument are errors too, before anything is sent. Prompt arguments
+are always strings: only their names are checked, the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,15 +52,16 @@ def split_pairs(words: Iterable[str]) -> dict[str, str]:
     return pairs
 
 
-def tool_arguments(words: Iterable[str], schema: dict[str, Any]) -> dict[str, Any]:
-    """The ``arguments`` of a ``tools/call``, each value read by ``schema`` (inputSchema)."""
+def tool_arguments(
+    words: Iterable[str], schema: dict[str, Any], owner: str = "This tool"
+) -> dict[str, Any]:
+    """The ``arguments`` of a ``tools/call``, each value read by ``schema`` (inputSchema);
+    ``owner`` names the tool in errors (``"Tool 'add_book'"``)."""
     pairs = split_pairs(words)
     properties: dict[str, Any] = schema.get("properties") or {}
-    if schema.get("additionalProperties") is False:
-        unknown = [key for key in pairs if key not in properties]
-        if unknown:
-            takes = ", ".join(properties) or "no arguments"
-            raise ArgumentError(f"This tool has no argument {unknown[0]!r}; it takes: {takes}")
+    unknown = [key for key in pairs if _extra_schema(key, schema) is None]
+    if unknown:
+        raise ArgumentError(not_taken(owner, unknown, list(properties)))
     missing = [name for name in schema.get("required") or () if name not in pairs]
     if missing:
         name = missing[0]
@@ -59,10 +70,48 @@ def tool_arguments(words: Iterable[str], schema: dict[str, Any]) -> dict[str, An
     definitions: dict[str, Any] = {
         key: schema[key] for key in ("$defs", "definitions") if key in schema
     }
-    return {
-        key: _read(key, raw, properties[key], definitions) if key in properties else _guess(raw)
-        for key, raw in pairs.items()
-    }
+    sent: dict[str, Any] = {}
+    for key, raw in pairs.items():
+        described = _extra_schema(key, schema)
+        sent[key] = _guess(raw) if described is _ANYTHING else _read(key, raw, described,
+                                                                     definitions)  # fmt: skip
+    return sent
+
+
+#: What :func:`_extra_schema` says of a name the schema leaves open: any value will do.
+_ANYTHING = object()
+
+
+def _extra_schema(key: str, schema: dict[str, Any]) -> Any:
+    """The schema of argument ``key``: its ``properties`` entry, else what the schema says of
+    other names; ``None`` when the tool does not take it."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and key in properties:
+        return properties[key]
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, dict):
+        for pattern, described in patterns.items():
+            with contextlib.suppress(re.error):
+                if re.search(pattern, key):
+                    return described
+    extra = schema.get("additionalProperties")
+    if extra is True or extra == {}:
+        return _ANYTHING
+    if isinstance(extra, dict):
+        return extra
+    if extra is None and not isinstance(properties, dict):
+        return _ANYTHING  # {"type": "object"}: the schema names nothing, so takes anything
+    return None
+
+
+def not_taken(owner: str, unknown: Sequence[str], known: Sequence[str]) -> str:
+    """``Tool 'add_book' has no argument 'yaer' (did you mean year?); it takes: isbn, year``."""
+    names = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        names.append(f"{key!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+    takes = ", ".join(known) or "no arguments"
+    return f"{owner} has no argument {' or '.join(names)}; it takes: {takes}"
 
 
 def _guess(raw: str) -> Any:
@@ -147,14 +196,16 @@ def _resolve(ref: str, root: dict[str, Any]) -> Any:
     return node
 
 
-def prompt_arguments(words: Iterable[str], declared: list[dict[str, Any]]) -> dict[str, str]:
-    """The ``arguments`` of a ``prompts/get``: strings, checked against the prompt's list."""
+def prompt_arguments(
+    words: Iterable[str], declared: list[dict[str, Any]], owner: str = "This prompt"
+) -> dict[str, str]:
+    """The ``arguments`` of a ``prompts/get``: strings, checked against the prompt's list;
+    ``owner`` names the prompt in errors (``"Prompt 'recommend'"``)."""
     pairs = split_pairs(words)
     names = [argument["name"] for argument in declared]
     unknown = [key for key in pairs if key not in names]
     if unknown:
-        takes = ", ".join(names) or "no arguments"
-        raise ArgumentError(f"This prompt has no argument {unknown[0]!r}; it takes: {takes}")
+        raise ArgumentError(not_taken(owner, unknown, names))
     for argument in declared:
         if argument.get("required") and argument["name"] not in pairs:
             raise ArgumentError(

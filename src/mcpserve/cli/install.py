@@ -33,6 +33,7 @@ from typing import Any
 import click
 
 from .envfile import EnvFileError, parse_env
+from .errors import Mistake
 from .jsonedit import new_document, set_member
 from .targets import absolute_target, is_file_target, split_target, target_file
 
@@ -167,11 +168,11 @@ def environment(pairs: Iterable[str], env_file: Path | None) -> dict[str, str]:
         try:
             env.update(parse_env(env_file.read_text(encoding="utf-8"), str(env_file)))
         except EnvFileError as exc:
-            raise click.UsageError(f"{exc}; fix that line of the env file") from None
+            raise Mistake(f"{exc}; fix that line of the env file") from None
     for pair in pairs:
         key, equals, value = pair.partition("=")
         if not equals or not key:
-            raise click.UsageError(f"--env takes KEY=VALUE, got {pair!r}")
+            raise Mistake(f"--env takes KEY=VALUE, got {pair!r}")
         env[key] = value
     return env
 
@@ -219,16 +220,16 @@ def install(
     app = APPS[client]
     if project and not (app.user_file and app.project_file):
         where = app.project_file or "its user config"
-        raise click.UsageError(f"--project is for cursor; {app.label} always uses {where}")
+        raise Mistake(f"--project is for cursor; {app.label} always uses {where}")
     env = environment(env_pairs, env_file)
     if url is not None:
         if app.http_entry is None:
-            raise click.UsageError(
+            raise Mistake(
                 f"{app.label}'s config file holds only servers it starts itself; add a remote "
                 "server in its Settings > Connectors, or install without --http"
             )
         if env:
-            raise click.UsageError("--env and --env-file are for servers the client starts; "
+            raise Mistake("--env and --env-file are for servers the client starts; "
                                    "an HTTP server has its own environment")  # fmt: skip
         entry = app.http_entry(url)
     else:

@@ -25,6 +25,7 @@ from typing import Any
 import click
 
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
+from .errors import Mistake
 from .serve import require_uvicorn
 from .terminal import say
 from .use import read_env_file
@@ -36,9 +37,9 @@ def _pairs(values: tuple[str, ...], separator: str, what: str) -> dict[str, str]
         key, found, rest = value.partition(separator)
         key = key.strip()
         if not found or not key:
-            raise click.UsageError(f"{what} {value!r} is not NAME{separator}VALUE")
+            raise Mistake(f"{what} {value!r} is not NAME{separator}VALUE")
         if key in pairs:
-            raise click.UsageError(f"{what} {key!r} is given twice")
+            raise Mistake(f"{what} {key!r} is given twice")
         pairs[key] = rest.strip() if separator == ":" else rest
     return pairs
 
@@ -49,15 +50,15 @@ def _config_upstreams(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise click.UsageError(f"{path}: not a readable JSON file ({exc})") from None
+        raise Mistake(f"{path}: not a readable JSON file ({exc})") from None
     servers = document.get("mcpServers", document.get("upstreams")) if isinstance(
         document, dict) else None  # fmt: skip
     if not isinstance(servers, dict) or not servers:
-        raise click.UsageError(f'{path}: expected {{"mcpServers": {{"name": {{...}}}}}}')
+        raise Mistake(f'{path}: expected {{"mcpServers": {{"name": {{...}}}}}}')
     try:
         return {name: upstream_from_config(name, entry) for name, entry in servers.items()}
     except ValueError as exc:
-        raise click.UsageError(f"{path}: {exc}") from None
+        raise Mistake(f"{path}: {exc}") from None
 
 
 @click.command()
@@ -158,27 +159,27 @@ def _build(
     from ..proxy import Upstream, gateway_server, proxy_server
 
     if upstream and (named or config):
-        raise click.UsageError("Give one UPSTREAM, or --upstream/--config for a gateway")
+        raise Mistake("Give one UPSTREAM, or --upstream/--config for a gateway")
     if upstream:
         target: Any = upstream[0] if len(upstream) == 1 else list(upstream)
         try:
             return proxy_server(target, name=name or "proxy", headers=headers or None,
                                 env=env or None, protocol_version=protocol_version)  # fmt: skip
         except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise Mistake(str(exc)) from None
     members: dict[str, Any] = _config_upstreams(config) if config is not None else {}
     for member, target in _pairs(named, "=", "--upstream").items():
         if member in members:
-            raise click.UsageError(f"--upstream {member!r} is given twice (in --config too)")
+            raise Mistake(f"--upstream {member!r} is given twice (in --config too)")
         try:
             members[member] = Upstream(target, headers=headers or None, env=env or None,
                                        protocol_version=protocol_version)  # fmt: skip
         except ValueError as exc:
-            raise click.UsageError(f"Upstream {member!r}: {exc}") from None
+            raise Mistake(f"Upstream {member!r}: {exc}") from None
     if not members:
-        raise click.UsageError("Give an UPSTREAM (a URL, or a command after --), or "
+        raise Mistake("Give an UPSTREAM (a URL, or a command after --), or "
                                "--upstream NAME=TARGET, or --config FILE")  # fmt: skip
     try:
         return gateway_server(members, name=name or "gateway")
     except ValueError as exc:  # a NAME that cannot be a namespace
-        raise click.UsageError(str(exc)) from None
+        raise Mistake(str(exc)) from None

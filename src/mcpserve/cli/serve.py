@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
+from .errors import Mistake
 from .targets import display_name, load_server, target_file
 from .terminal import say
 from .use import read_env_file
@@ -102,7 +103,7 @@ def run(
         serve_stdio_reloading(target)
         return
     if reload and workers > 1:
-        raise click.UsageError("--reload runs one server process; leave out --workers")
+        raise Mistake("--reload runs one server process; leave out --workers")
     if use_http:
         require_uvicorn()  # before the target is imported: say what is missing first
     read_env_file(env_file)
@@ -121,7 +122,7 @@ def run(
     try:
         server.require_shared_state_keys(workers)
     except RuntimeError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise Mistake(str(exc)) from None
     import uvicorn
 
     os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})

@@ -5,7 +5,7 @@ The ``:name`` suffix is split off at the last colon only when what follows is a 
 identifier, so a Windows path (``C:\\apps\\app.py``) is still one path.
 
 Without ``:name`` the module's ``server``, ``app`` or ``mcp`` attribute is used, or its only
-``Server`` instance. Every failure is a :class:`click.BadParameter` that says how to fix it:
+``Server`` instance. Every failure is a :class:`~.errors.Mistake` that says how to fix it:
 which file was looked for, or how to name the server.
 """
 
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
+from .errors import Mistake
 
 if TYPE_CHECKING:
     from ..server.server import Server
@@ -45,10 +45,9 @@ def target_file(target: str) -> Path | None:
         return None
     path = Path(location)
     if not path.is_file():
-        raise click.BadParameter(
+        raise Mistake(
             f"No such file: {location} (looked in {Path.cwd()}); give the path to the "
-            "Python file that creates your Server",
-            param_hint="TARGET",
+            "Python file that creates your Server"
         )
     return path
 
@@ -71,8 +70,7 @@ def load_server(target: str) -> Server:
     if path is not None:
         spec = importlib.util.spec_from_file_location(path.stem, path)
         if spec is None or spec.loader is None:
-            raise click.BadParameter(f"Cannot import {location}: is it a Python file?",
-                                     param_hint="TARGET")  # fmt: skip
+            raise Mistake(f"Cannot import {location}: is it a Python file?")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # pydantic resolves the module's models through it
         sys.path.insert(0, str(path.resolve().parent))  # its sibling modules import
@@ -84,19 +82,17 @@ def load_server(target: str) -> Server:
             missing = exc.name or ""
             if location != missing and not location.startswith(missing + "."):
                 raise  # the module exists; something it imports does not
-            raise click.BadParameter(
+            raise Mistake(
                 f"No module named {location!r} and no file of that name; give a path to a "
-                ".py file (app.py) or a module importable from here (package.app)",
-                param_hint="TARGET",
+                ".py file (app.py) or a module importable from here (package.app)"
             ) from None
     servers = {name: value for name, value in vars(module).items() if isinstance(value, Server)}
     if attribute:
         if attribute in servers:
             return servers[attribute]
         found = ", ".join(f"{location}:{name}" for name in servers) or "none"
-        raise click.BadParameter(
-            f"{location} has no Server named {attribute!r} (Server objects found: {found})",
-            param_hint="TARGET",
+        raise Mistake(
+            f"{location} has no Server named {attribute!r} (Server objects found: {found})"
         )
     for name in _CONVENTIONAL_NAMES:
         if name in servers:
@@ -104,16 +100,14 @@ def load_server(target: str) -> Server:
     if len(servers) == 1:
         return next(iter(servers.values()))
     if not servers:
-        raise click.BadParameter(
+        raise Mistake(
             f"{location} defines no Server object at module level; create one there "
             '(server = Server("name")) or name the one to use: '
-            f"{location}:NAME",
-            param_hint="TARGET",
+            f"{location}:NAME"
         )
-    raise click.BadParameter(
+    raise Mistake(
         f"{location} defines {len(servers)} Server objects ({', '.join(servers)}); name the "
-        f"one to use: {location}:{next(iter(servers))}",
-        param_hint="TARGET",
+        f"one to use: {location}:{next(iter(servers))}"
     )
 
 

@@ -30,8 +30,9 @@ import click
 
 from . import output, terminal
 from .access import HTTPAccess, access_options
-from .arguments import ArgumentError, prompt_arguments, tool_arguments
+from .arguments import ArgumentError, prompt_arguments, split_pairs, tool_arguments
 from .envfile import EnvFileError, load_env_file
+from .errors import Mistake
 from .targets import display_name, load_server, target_file
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def read_env_file(path: Path | None) -> None:
     try:
         load_env_file(path)
     except EnvFileError as exc:
-        raise click.UsageError(f"{exc}; fix that line of the env file") from None
+        raise Mistake(f"{exc}; fix that line of the env file") from None
 
 
 @contextlib.asynccontextmanager
@@ -77,7 +78,7 @@ async def connect(
     }
     if target.startswith(("http://", "https://")):
         if over_stdio:
-            raise click.UsageError("--stdio starts a server from a file; a URL is already running")
+            raise Mistake("--stdio starts a server from a file; a URL is already running")
         terminal.say(f"Connecting to {target}...")
         access = access or HTTPAccess()
         auth = access.auth()
@@ -98,7 +99,7 @@ async def connect(
             raise click.ClickException(f"Authorization failed: {exc}") from None
         return
     if access is not None and access.given:
-        raise click.UsageError(
+        raise Mistake(
             "--header, --oauth and --client-id are for a server at a URL; a file runs here"
         )
     name = display_name(target)
@@ -108,6 +109,7 @@ async def connect(
         command = [sys.executable, "-m", "mcpserve.cli", "run", target]
         client = Client.stdio(command, **handlers)
     else:
+        target_file(target)  # a missing file is said before "Loading"
         terminal.say(f"Loading {name}...")
         client = Client(load_server(target), **handlers)
     try:
@@ -130,7 +132,7 @@ def run_async(coroutine: Coroutine[Any, Any, int]) -> int:
         detail = f" (data: {json.dumps(exc.data)})" if exc.data is not None else ""
         raise click.ClickException(f"The server answered error {exc.code}: {exc}{detail}") from None
     except ArgumentError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise Mistake(str(exc)) from None
 
 
 def command_body(fn: Callable[..., Coroutine[Any, Any, int]]) -> Callable[..., None]:
@@ -213,14 +215,15 @@ async def call(
     mcpserve call app.py add_book title=Dune year=1965
     mcpserve call app.py add_book title=Dune --stdio --json
     """
+    split_pairs(arguments)  # a word that is not KEY=VALUE is said before anything starts
     async with connect(target, over_stdio, access) as client:
         tools = {entry["name"]: entry for entry in await client.list_tools()}
         if tool not in tools:
             names = ", ".join(tools) or "none"
-            raise click.UsageError(f"{display_name(target)} has no tool {tool!r} (its "
+            raise Mistake(f"{display_name(target)} has no tool {tool!r} (its "
                                    f"tools: {names}); see them with: mcpserve inspect "
                                    f"{target}")  # fmt: skip
-        sent = tool_arguments(arguments, tools[tool].get("inputSchema") or {})
+        sent = tool_arguments(arguments, tools[tool].get("inputSchema") or {}, f"Tool {tool!r}")
         terminal.say(f"Calling {tool}...")
         result = await client.call_tool(tool, sent, on_progress=_progress)
     if as_json:
@@ -269,14 +272,15 @@ async def prompt(
     \b
     mcpserve prompt app.py summarize topic=tea
     """
+    split_pairs(arguments)
     async with connect(target, over_stdio, access) as client:
         prompts = {entry["name"]: entry for entry in await client.list_prompts()}
         if name not in prompts:
             names = ", ".join(prompts) or "none"
-            raise click.UsageError(f"{display_name(target)} has no prompt {name!r} (its "
+            raise Mistake(f"{display_name(target)} has no prompt {name!r} (its "
                                    f"prompts: {names}); see them with: mcpserve inspect "
                                    f"{target}")  # fmt: skip
-        sent = prompt_arguments(arguments, prompts[name].get("arguments") or [])
+        sent = prompt_arguments(arguments, prompts[name].get("arguments") or [], f"Prompt {name!r}")
         result = await client.get_prompt(name, sent)
     if as_json:
         output.show_json(result)
