@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -263,3 +265,91 @@ def test_dev_serves_the_page_and_the_endpoint_from_one_process(tmp_path: Path) -
     log = served.log.read_text()
     assert f"http://127.0.0.1:{served.port}/" in log  # it says where the page is
     assert f"http://127.0.0.1:{served.port}/mcp" in log  # and the endpoint
+
+
+# --------------------------------------------------------------------------- a port in use
+
+LIFESPAN_MARKS = """
+import contextlib
+import os
+from pathlib import Path
+
+from mcpserve import Server
+
+
+@contextlib.asynccontextmanager
+async def lifespan(server):
+    Path(os.environ["LIFESPAN_MARK"]).write_text("started")
+    yield
+
+
+server = Server("marked", lifespan=lifespan, legacy=False)
+"""
+
+UPSTREAM_MARKS = """
+import os
+from pathlib import Path
+
+Path(os.environ["LIFESPAN_MARK"]).write_text("started")
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "{app}", "--http", "--port", "{port}"],
+        ["run", "{app}", "--http", "--port", "{port}", "--workers", "2"],
+        ["run", "{app}", "--http", "--port", "{port}", "--reload"],
+        ["dev", "{app}", "--port", "{port}"],
+        ["proxy", "--http", "--port", "{port}", "--", sys.executable, "{upstream}"],
+    ],
+    ids=["run", "workers", "reload", "dev", "proxy"],
+)
+def test_a_port_in_use_is_one_line_before_the_lifespan_starts(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Said with the address and what to do, exit status 1; the target's lifespan (the
+    proxy's: its upstream) never starts, so nothing it opens is left half started."""
+    from mcpserve.protocol.request_state import generate_key
+
+    (tmp_path / "marked.py").write_text(LIFESPAN_MARKS)
+    (tmp_path / "upstream.py").write_text(UPSTREAM_MARKS)
+    mark = tmp_path / "lifespan-started"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [word.format(app=tmp_path / "marked.py", upstream=tmp_path / "upstream.py",
+                            port=port) for word in command]  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "mcpserve.cli", *args],
+            capture_output=True, text=True, timeout=60,
+            env=child_env(LIFESPAN_MARK=str(mark), MCPSERVE_STATE_KEYS=generate_key()),
+        )  # fmt: skip
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"Error: Port {port} is in use on 127.0.0.1: stop what holds it or pass --port\n"
+    )
+    assert not mark.exists()
+
+
+def test_server_run_http_raises_before_its_lifespan_when_the_port_is_taken() -> None:
+    from mcpserve import Server
+    from mcpserve.transports.serve import PortUnavailable
+
+    started: list[bool] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Server) -> Any:
+        started.append(True)
+        yield
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(PortUnavailable) as caught:
+            Server("marked", lifespan=lifespan).run("http", port=port)
+    assert caught.value.in_use
+    assert str(caught.value) == f"Cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert started == []

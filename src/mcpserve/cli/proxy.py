@@ -26,7 +26,7 @@ import click
 
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
-from .serve import require_uvicorn
+from .serve import require_uvicorn, start_failures_said
 from .terminal import say
 from .use import read_env_file
 
@@ -140,8 +140,12 @@ def proxy(
         if not use_http:
             server.run("stdio", shutdown_grace=shutdown_grace)
             return
-        say(f"Serving {server.name} at http://{host}:{port}{path}")
-        server.run("http", host=host, port=port, path=path, access_log=access_log)
+        from ..transports.serve import check_port
+
+        with start_failures_said():
+            check_port(host, port)  # before "Serving", which would not be true
+            say(f"Serving {server.name} at http://{host}:{port}{path}")
+            server.run("http", host=host, port=port, path=path, access_log=access_log)
     except UpstreamUnavailable as exc:  # raised at start: the upstream cannot be reached
         raise click.ClickException(exc.message) from None
 

@@ -19,10 +19,12 @@ the processes uvicorn starts inherit it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +33,9 @@ from .errors import Mistake
 from .targets import display_name, load_server, target_file
 from .terminal import say
 from .use import read_env_file
+
+if TYPE_CHECKING:
+    from ..transports.serve import PortUnavailable
 
 NEEDS_HTTP = (
     'Serving HTTP needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
@@ -116,8 +121,9 @@ def run(
         server.run("stdio", shutdown_grace=shutdown_grace)
         return
     if workers == 1:
-        server.run("http", host=host, port=port, path=path, access_log=access_log,
-                   proxy_headers=proxy_headers)  # fmt: skip
+        with start_failures_said():
+            server.run("http", host=host, port=port, path=path, access_log=access_log,
+                       proxy_headers=proxy_headers)  # fmt: skip
         return
     try:
         server.require_shared_state_keys(workers)
@@ -125,10 +131,35 @@ def run(
         raise Mistake(str(exc)) from None
     import uvicorn
 
+    from ..transports.serve import check_port
+
+    with start_failures_said():
+        check_port(host, port)
     os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
     uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
                 workers=workers, lifespan="on", loop="auto", http="auto",
                 access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
+
+
+@contextlib.contextmanager
+def start_failures_said() -> Iterator[None]:
+    """A port that cannot be listened on, said in one line with what to do (exit status 1):
+    the command was typed right, but the machine is not ready for it."""
+    from ..transports.serve import PortUnavailable
+
+    try:
+        yield
+    except PortUnavailable as exc:
+        raise click.ClickException(cannot_listen(exc)) from None
+
+
+def cannot_listen(exc: PortUnavailable) -> str:
+    """What to say, and what to do, when ``host:port`` cannot be listened on."""
+    if exc.in_use:
+        return f"Port {exc.port} is in use on {exc.host}: stop what holds it or pass --port"
+    if exc.errno == errno.EACCES:
+        return f"{exc}: pass a --port above 1023, or run as a user allowed this one"
+    return f"{exc}: pass a --host of this machine (127.0.0.1, or 0.0.0.0 for all of them)"
 
 
 def serve_reloading(target: str, *, host: str, port: int, path: str, **options: Any) -> None:
@@ -137,8 +168,12 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
 
     # Checked here, once: the reloader would otherwise report a missing file only from
     # each worker it starts. The target is not imported here; every worker imports it.
+    from ..transports.serve import check_port
+
     file = target_file(target)
     watched = (file.resolve().parent if file is not None else Path.cwd()).resolve()
+    with start_failures_said():
+        check_port(host, port)
     say(f"Serving {display_name(target)} at http://{host}:{port}{path}, restarting when "
         f"a .py file in {watched} changes")  # fmt: skip
     os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})

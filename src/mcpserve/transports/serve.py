@@ -2,12 +2,23 @@
 
 Kept apart from the server so that ``import mcpserve`` loads no HTTP machinery: uvicorn
 is imported only when HTTP is served.
+
+The start-up checks live here too, so that a server that cannot serve says so before its
+lifespan runs (which may open databases, connect upstreams, start tasks) and before a
+single request is taken:
+
+* the port: :func:`listening_socket` binds it first, and uvicorn is handed that socket
+  (uvicorn itself binds only after the lifespan has started); a port in use is
+  :class:`PortUnavailable`, naming the address.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import signal
+import socket
 import threading
 from collections.abc import Mapping
 from types import FrameType
@@ -94,17 +105,82 @@ def run_http(
     with needs_extra('server.run("http")'):
         import uvicorn
 
-    app = build_http_app(server, path, bind_host=host, **app_options)
+    sock = listening_socket(host, port)  # a port in use is said before the lifespan runs
+    try:
+        app = build_http_app(server, path, bind_host=host, **app_options)
 
-    def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
-        end_listens_on_exit_signals(server)
-        return app
+        def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
+            end_listens_on_exit_signals(server)
+            return app
 
-    config = uvicorn.Config(load, factory=True, host=host, port=port, lifespan="on",
-                            log_level=log_level, loop="auto", http="auto",
-                            access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-        uvicorn.Server(config).run()
+        config = uvicorn.Config(load, factory=True, host=host, port=port, lifespan="on",
+                                log_level=log_level, loop="auto", http="auto",
+                                access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+            _announcing(uvicorn.Server)(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _announcing(base: type[Any]) -> type[Any]:
+    """``uvicorn.Server`` that says where it serves once started, as it does when it binds
+    the port itself (given a socket, it expects a supervisor to have said so)."""
+
+    class Announcing(base):  # type: ignore[misc]
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and sockets:
+                host = self.config.host
+                port = sockets[0].getsockname()[1]
+                shown = f"[{host}]" if ":" in host else host
+                logging.getLogger("uvicorn.error").info(
+                    "Uvicorn running on %s (Press CTRL+C to quit)", f"http://{shown}:{port}"
+                )
+
+    return Announcing
+
+
+class PortUnavailable(OSError):
+    """``host:port`` cannot be listened on: in use (:attr:`in_use`), not this machine's
+    address, or not this user's to take. ``errno`` and ``strerror`` are the system's."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.host = host
+        self.port = port
+
+    @property
+    def in_use(self) -> bool:
+        return self.errno == errno.EADDRINUSE
+
+    def __str__(self) -> str:
+        return f"Cannot listen on {self.host}:{self.port}: {self.strerror}"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, set up as uvicorn sets up its own
+    (``SO_REUSEADDR``, so a port left in TIME_WAIT by the last run is free), for
+    ``uvicorn.Server.run(sockets=[...])``. Raises :class:`PortUnavailable`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)  # uvicorn's default backlog
+    except OSError as exc:
+        sock.close()
+        raise PortUnavailable(host, port, exc) from None
+    return sock
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`PortUnavailable` unless ``host:port`` can be listened on now.
+
+    For servers that uvicorn binds itself (its reloader and ``workers``, which bind in the
+    supervising process before any worker imports the app): checked the moment before, the
+    port is ours to report; should another process take it in between, uvicorn's own error
+    shows instead."""
+    listening_socket(host, port).close()
 
 
 def end_listens_on_exit_signals(server: Server) -> None:
