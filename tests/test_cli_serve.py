@@ -83,6 +83,7 @@ def test_reload_restarts_the_http_server_when_the_target_file_changes(tmp_path: 
             time.sleep(0.1)
         log = served.log.read_text()
     assert f"restarting when a .py file in {folder} changes" in log
+    assert "requestState is sealed with a key this process made up" not in log  # one process
 
 
 RESTARTED = "The server restarted (its source changed); send the request again"
@@ -353,3 +354,57 @@ def test_server_run_http_raises_before_its_lifespan_when_the_port_is_taken() -> 
     assert caught.value.in_use
     assert str(caught.value) == f"Cannot listen on 127.0.0.1:{port}: Address already in use"
     assert started == []
+
+
+# --------------------------------------------------------------------------- several workers
+
+
+def workers_command(app: Path) -> list[str]:
+    return [sys.executable, "-m", "mcpserve.cli", "run", str(app), "--http", "--port", "{port}",
+            "--workers", "2"]  # fmt: skip
+
+
+def test_several_workers_serving_the_handshake_era_without_shared_sessions_are_refused(
+    tmp_path: Path,
+) -> None:
+    """A handshake-era client's session would live in one worker and its next request reach
+    the other: refused before anything starts, naming both ways out."""
+    from mcpserve.protocol.request_state import generate_key
+
+    app = tmp_path / "marked.py"
+    app.write_text(LIFESPAN_MARKS.replace(", legacy=False", ""))
+    mark = tmp_path / "lifespan-started"
+    command = [word.replace("{port}", "8000") for word in workers_command(app)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                          env=child_env(LIFESPAN_MARK=str(mark), MCPSERVE_STATE_KEYS=generate_key(),
+                                        MCPSERVE_REDIS_URL=""))  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "Error: Serving from 2 processes needs the handshake era's sessions shared, or every "
+        "2025-11-25 (and older) client breaks at its second request: set MCPSERVE_REDIS_URL "
+        "(or pass Server(redis_url=...)), or serve 2026-07-28 clients only with "
+        "Server(..., legacy=False)\n"
+    )
+    assert not mark.exists()
+
+
+def test_several_workers_start_when_the_handshake_era_is_off(tmp_path: Path) -> None:
+    from mcpserve.protocol.request_state import generate_key
+
+    app = tmp_path / "marked.py"
+    app.write_text(LIFESPAN_MARKS + "\n\n@server.tool\ndef first() -> str:\n    return 'one'\n")
+    env = {"LIFESPAN_MARK": str(tmp_path / "mark"), "MCPSERVE_STATE_KEYS": generate_key()}
+    with http_server_process(tmp_path, args=workers_command(app), env=env) as served:
+        assert tool_names(served.url) == ["first"]
+
+
+def test_several_workers_start_with_sessions_in_redis(tmp_path: Path) -> None:
+    from mcpserve.protocol.request_state import generate_key
+    from redis_server import redis_server
+
+    app = tmp_path / "shared.py"
+    app.write_text(FIRST)
+    with redis_server(tmp_path) as redis:
+        env = {"MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": redis.url}
+        with http_server_process(tmp_path, args=workers_command(app), env=env) as served:
+            assert tool_names(served.url) == ["first"]

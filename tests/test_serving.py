@@ -3,7 +3,9 @@
 ``server.run("http")`` with no options runs on uvloop with httptools (what
 ``mcpserve[http]`` installs) and writes no access log; ``access_log=True`` (and
 ``mcpserve run --http --access-log``) turns it on. A server whose ``requestState`` key is
-made up per process says so at start-up, once.
+made up per process says so at start-up, once per process, where another process may share
+its work: under a host that runs the app in several (uvicorn's ``--workers``), not when
+``server.run`` or ``mcpserve run`` serves it alone.
 """
 
 from __future__ import annotations
@@ -49,7 +51,35 @@ async def test_run_http_defaults_to_uvloop_httptools_and_no_access_log(tmp_path:
         assert await stack_of(srv.url) == {"loop": "uvloop.Loop", "http": "httptools"}
         log = log_after_startup(srv.log)
     assert ACCESS_LINE not in log, log
-    assert log.count(PER_PROCESS_KEY) == 1, log
+    assert PER_PROCESS_KEY not in log, log  # server.run serves from this one process
+
+
+async def test_mcpserve_run_http_alone_does_not_warn_about_its_own_key(tmp_path: Path) -> None:
+    """What ``./scripts/demo`` runs: one process, so a key of its own is no concern."""
+    args = [sys.executable, "-m", "mcpserve.cli", "run", str(SERVING), "--http", "--port", "{port}"]
+    with http_server_process(tmp_path, args=args) as srv:
+        await stack_of(srv.url)
+        log = log_after_startup(srv.log)
+    assert PER_PROCESS_KEY not in log, log
+
+
+HOSTED = """
+from mcpserve import Server
+
+app = Server("hosted").http_app()
+"""
+
+
+def test_an_app_run_by_a_host_in_several_processes_warns_in_each(tmp_path: Path) -> None:
+    (tmp_path / "hosted.py").write_text(HOSTED)
+    args = [sys.executable, "-m", "uvicorn", "hosted:app", "--app-dir", str(tmp_path),
+            "--port", "{port}", "--workers", "2"]  # fmt: skip
+    with http_server_process(tmp_path, args=args) as srv:
+        deadline = time.monotonic() + TIMEOUT
+        while (log := srv.log.read_text()).count("Application startup complete") < 2:
+            assert time.monotonic() < deadline, log
+            time.sleep(0.05)
+    assert log.count(PER_PROCESS_KEY) == 2, log
     assert "MCPSERVE_STATE_KEYS=$(mcpserve keygen)" in log
 
 

@@ -43,6 +43,7 @@ NEEDS_HTTP = (
 _ENV_TARGET = "MCPSERVE_WORKER_TARGET"
 _ENV_PATH = "MCPSERVE_WORKER_PATH"
 _ENV_HOST = "MCPSERVE_WORKER_HOST"
+_ENV_SOLE = "MCPSERVE_WORKER_SOLE"  # "1": the reloader's worker, the server's only process
 
 
 @click.command()
@@ -56,7 +57,8 @@ _ENV_HOST = "MCPSERVE_WORKER_HOST"
     default=1,
     show_default=True,
     type=click.IntRange(1),
-    help="HTTP worker processes (needs MCPSERVE_STATE_KEYS when more than 1).",
+    help="HTTP worker processes; more than 1 needs MCPSERVE_STATE_KEYS, and "
+    "MCPSERVE_REDIS_URL for handshake-era clients.",
 )
 @click.option(
     "--reload",
@@ -125,13 +127,13 @@ def run(
             server.run("http", host=host, port=port, path=path, access_log=access_log,
                        proxy_headers=proxy_headers)  # fmt: skip
         return
+    from ..transports.serve import check_port, require_shared_state
+
     try:
-        server.require_shared_state_keys(workers)
+        require_shared_state(server, workers)
     except RuntimeError as exc:
         raise Mistake(str(exc)) from None
     import uvicorn
-
-    from ..transports.serve import check_port
 
     with start_failures_said():
         check_port(host, port)
@@ -176,7 +178,8 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
         check_port(host, port)
     say(f"Serving {display_name(target)} at http://{host}:{port}{path}, restarting when "
         f"a .py file in {watched} changes")  # fmt: skip
-    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
+    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host,
+                       _ENV_SOLE: "1"})  # fmt: skip
     uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
                 reload=True, reload_dirs=[str(watched)], lifespan="on", loop="auto",
                 http="auto", **options)  # fmt: skip
@@ -212,7 +215,9 @@ def worker_app() -> Any:
 
     server = load_server(os.environ[_ENV_TARGET])
     end_listens_on_exit_signals(server)  # uvicorn stops a worker with SIGTERM
-    return server.http_app(os.environ[_ENV_PATH], bind_host=os.environ[_ENV_HOST])
+    app = server.http_app(os.environ[_ENV_PATH], bind_host=os.environ[_ENV_HOST])
+    app.sole_process = os.environ.get(_ENV_SOLE) == "1"  # type: ignore[attr-defined]
+    return app
 
 
 @click.command()

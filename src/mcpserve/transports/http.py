@@ -137,6 +137,9 @@ class HTTPApp:
         self.keepalive_seconds = keepalive_seconds
         self._disconnects = DisconnectWatch()
         self._lifespan_context: Any = None
+        #: This process is known to be the server's only one (``server.run("http")``,
+        #: ``mcpserve run``): its own ``requestState`` key is then fine, and not warned of.
+        self.sole_process = False
         #: The server has a lifespan no one has run yet (docs/decisions.md, "A lifespan
         #: the host never ran"); checked on each request until it has run.
         self._lifespan_pending = server.lifespan is not None
@@ -169,7 +172,7 @@ class HTTPApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if not self.server.runtime.state_keys_shared:
+                if not self.sole_process and not self.server.runtime.state_keys_shared:
                     logger.warning(_PER_PROCESS_KEY)
                 try:
                     self._lifespan_pending = False

@@ -9,7 +9,13 @@ single request is taken:
 
 * the port: :func:`listening_socket` binds it first, and uvicorn is handed that socket
   (uvicorn itself binds only after the lifespan has started); a port in use is
-  :class:`PortUnavailable`, naming the address.
+  :class:`PortUnavailable`, naming the address;
+* several processes: :func:`require_shared_state` refuses to start them when what they must
+  share is each one's own: the ``requestState`` key, and the handshake era's sessions.
+
+Only a process that may have siblings warns that its ``requestState`` key is its own: one
+that :func:`run_http` serves is known to be alone (:attr:`HTTPApp.sole_process`), while an
+app handed to a host of your own (gunicorn, ``uvicorn --workers``, replicas) cannot know.
 """
 
 from __future__ import annotations
@@ -108,6 +114,7 @@ def run_http(
     sock = listening_socket(host, port)  # a port in use is said before the lifespan runs
     try:
         app = build_http_app(server, path, bind_host=host, **app_options)
+        app.sole_process = True
 
         def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
             end_listens_on_exit_signals(server)
@@ -181,6 +188,25 @@ def check_port(host: str, port: int) -> None:
     port is ours to report; should another process take it in between, uvicorn's own error
     shows instead."""
     listening_socket(host, port).close()
+
+
+def require_shared_state(server: Server, processes: int) -> None:
+    """Refuse to serve from several ``processes`` what each would keep to itself.
+
+    A ``requestState`` sealed with a key one process made up is refused by the others
+    (:meth:`Server.require_shared_state_keys`); and a handshake-era session lives in the
+    process that began it unless sessions are kept in Redis, so the client's next request,
+    reaching another process, would be refused as being of no session. Raises
+    ``RuntimeError`` naming what to set.
+    """
+    server.require_shared_state_keys(processes)
+    if processes > 1 and server.legacy is not None and server.redis_url is None:
+        raise RuntimeError(
+            f"Serving from {processes} processes needs the handshake era's sessions shared, or "
+            "every 2025-11-25 (and older) client breaks at its second request: set "
+            "MCPSERVE_REDIS_URL (or pass Server(redis_url=...)), or serve 2026-07-28 clients "
+            "only with Server(..., legacy=False)"
+        )
 
 
 def end_listens_on_exit_signals(server: Server) -> None:
