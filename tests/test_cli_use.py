@@ -607,3 +607,97 @@ def test_access_options_that_do_not_fit_together_are_a_usage_error(
     assert result.exit_code == 2
     assert message in result.output
     assert "Connecting" not in result.output
+
+
+# --------------------------------------------------------------------------- --log-level
+
+LOGS = """
+import os
+
+from mcpserve import Context, Server
+
+server = Server("logs", client_logging=True)
+
+
+@server.tool
+async def work(ctx: Context) -> str:
+    await ctx.log("debug", "looking closely")
+    await ctx.log("info", "working")
+    await ctx.log("error", {"left": 2}, logger="shelf")
+    return "done"
+
+
+if os.environ.get("REFUSE_MODERN"):  # a server that predates 2026-07-28, over HTTP
+    import uvicorn
+
+    inner = server.http_app("/mcp")
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http" and any(
+            name == b"mcp-protocol-version" and value.startswith(b"2026")
+            for name, value in scope["headers"]
+        ):
+            while (await receive()).get("more_body"):
+                pass
+            await send({"type": "http.response.start", "status": 400, "headers": []})
+            await send({"type": "http.response.body", "body": b"unsupported version"})
+            return
+        await inner(scope, receive, send)
+
+    uvicorn.run(app, host="127.0.0.1", port=int(os.environ["MCPSERVE_TEST_HTTP_PORT"]),
+                log_level="warning")
+"""
+
+SHOWN_AT_INFO = '[info] working\n[error shelf] {"left": 2}\n'
+
+
+@pytest.fixture
+def logs(write: Callable[[str, str], Path]) -> str:
+    return str(write(LOGS, "logs_app.py"))
+
+
+def log_lines(stderr: str) -> str:
+    return "".join(line + "\n" for line in stderr.splitlines() if line.startswith("["))
+
+
+def test_log_level_shows_the_servers_log_messages_of_that_level_and_above(logs: str) -> None:
+    result = mcpserve("call", logs, "work", "--log-level", "info")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "done\n"  # stdout keeps the result only
+    assert log_lines(result.stderr) == SHOWN_AT_INFO
+
+
+def test_without_log_level_no_log_message_is_asked_for(logs: str) -> None:
+    result = mcpserve("call", logs, "work")
+    assert log_lines(result.stderr) == ""
+
+
+def test_log_level_over_stdio(logs: str) -> None:
+    done = run_cli("call", logs, "work", "--stdio", "--log-level", "debug")
+    assert done.returncode == 0, done.stderr
+    assert log_lines(done.stderr) == "[debug] looking closely\n" + SHOWN_AT_INFO
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "handshake"])
+def test_log_level_at_a_url_in_either_era(logs: str, tmp_path: Path, era: str) -> None:
+    """2026-07-28: the level goes in each request's ``_meta``; the handshake era: in
+    ``logging/setLevel`` after ``initialize``."""
+    from wire_helpers import http_server_process
+
+    if era == "handshake":
+        args, env = [sys.executable, logs], {"REFUSE_MODERN": "1"}
+    else:
+        args, env = [sys.executable, "-m", "mcpserve.cli", "run", logs, "--http", "--port",
+                     "{port}"], {}  # fmt: skip
+    with http_server_process(tmp_path, args=args, env=env) as served:
+        done = run_cli("call", served.url, "work", "--log-level", "info")
+    assert done.returncode == 0, done.stderr
+    assert log_lines(done.stderr) == SHOWN_AT_INFO
+
+
+def test_log_level_says_when_the_server_sends_no_log_messages(shelf: str) -> None:
+    result = mcpserve("call", shelf, "hello", "name=Ada", "--log-level", "info")
+    assert result.exit_code == 0
+    assert "shelf_app.py sends no log messages (it declares no logging capability" in (
+        result.stderr
+    )

@@ -93,6 +93,13 @@ def _size(data: Any) -> str:
     return f"{count / (1024 * 1024):.1f} MiB"
 
 
+def show_log(level: str, data: Any, logger: str | None) -> None:
+    """A server's log message (``notifications/message``) on stderr: ``[warning db] text``."""
+    source = f"{level} {logger}" if logger else str(level)
+    shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    click.echo(f"[{source}] {shown}", err=True)
+
+
 def show_resource(result: dict[str, Any]) -> None:
     for contents in result.get("contents") or []:
         click.echo(contents_text(contents))

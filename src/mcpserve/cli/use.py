@@ -10,9 +10,12 @@ whichever era it speaks.
 
 The client answers what the server asks mid-call through :mod:`.terminal` (the person at
 the terminal fills in forms and types model replies; roots are the current directory), and
-shows a tool's progress notifications on stderr. Output is :mod:`.output`'s; ``--json``
-prints each raw result instead. A tool result with ``isError`` and a JSON-RPC error both
-exit with status 1, the message on stderr.
+shows a tool's progress notifications on stderr. With ``--log-level LEVEL`` it asks for the
+server's log messages of that level and above (the client sends the level in each request's
+``_meta`` on 2026-07-28, and ``logging/setLevel`` after ``initialize`` in the handshake era)
+and shows them on stderr too. Output is :mod:`.output`'s; ``--json`` prints each raw result
+instead. A tool result with ``isError`` and a JSON-RPC error both exit with status 1, the
+message on stderr.
 """
 
 from __future__ import annotations
@@ -43,7 +46,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def client_options(fn: F) -> F:
     """The options every client command takes, and its TARGET argument."""
+    from ..protocol.constants import LOG_LEVELS
+
     fn = click.option("--json", "as_json", is_flag=True, help="Print the raw JSON result.")(fn)
+    fn = click.option("--log-level", type=click.Choice(LOG_LEVELS),
+                      help="Show the server's log messages of this level and above "
+                           "(on stderr).")(fn)  # fmt: skip
     fn = click.option("--stdio", "over_stdio", is_flag=True,
                       help="Start TARGET as a subprocess; talk to it over stdio.")(fn)  # fmt: skip
     fn = click.option("--env-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -64,10 +72,33 @@ def read_env_file(path: Path | None) -> None:
 
 @contextlib.asynccontextmanager
 async def connect(
-    target: str, over_stdio: bool, access: HTTPAccess | None = None
+    target: str,
+    over_stdio: bool,
+    access: HTTPAccess | None = None,
+    log_level: str | None = None,
 ) -> AsyncIterator[Client]:
     """A client of ``target`` (in memory, over stdio, or at a URL with ``access``'s headers
-    and OAuth) that asks the terminal for input."""
+    and OAuth) that asks the terminal for input, and shows the server's log messages of
+    ``log_level`` and above."""
+    async with _connected(target, over_stdio, access, log_level) as client:
+        if log_level is not None:
+            await _check_logging(client, target)
+        yield client
+
+
+async def _check_logging(client: Client, target: str) -> None:
+    """Say so when the server sends no log messages at all, rather than showing none."""
+    if not client.server_capabilities:  # over HTTP, connecting found them out already
+        client.discovered(await client.discover())
+    if "logging" not in client.server_capabilities:
+        terminal.say(f"{display_name(target)} sends no log messages (it declares no logging "
+                     "capability: Server(client_logging=True) turns them on)")  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def _connected(
+    target: str, over_stdio: bool, access: HTTPAccess | None, log_level: str | None
+) -> AsyncIterator[Client]:
     from ..client.client import Client
 
     handlers: dict[str, Any] = {
@@ -75,6 +106,8 @@ async def connect(
         "on_elicit": terminal.elicit,
         "on_sample": terminal.sample,
         "on_list_roots": terminal.list_roots,
+        "log_level": log_level,
+        "on_log": output.show_log,
     }
     if target.startswith(("http://", "https://")):
         if over_stdio:
@@ -165,14 +198,16 @@ def _progress(progress: float, total: float | None, message: str | None) -> None
 @click.command()
 @client_options
 @command_body
-async def inspect(target: str, over_stdio: bool, as_json: bool, access: HTTPAccess) -> int:
+async def inspect(
+    target: str, over_stdio: bool, as_json: bool, log_level: str | None, access: HTTPAccess
+) -> int:
     """Show TARGET's tools, resources and prompts.
 
     Every tool with its arguments (type, required, default) and options, then resources,
     resource templates and prompts; --json prints them as the server listed them.
     TARGET is file.py[:server] or module[:server].
     """
-    async with connect(target, over_stdio, access) as client:
+    async with connect(target, over_stdio, access, log_level) as client:
         discovered = await client.discover()
         client.discovered(discovered)
         found: dict[str, Any] = {"server": client.server_info,
@@ -203,6 +238,7 @@ async def call(
     arguments: tuple[str, ...],
     over_stdio: bool,
     as_json: bool,
+    log_level: str | None,
     access: HTTPAccess,
 ) -> int:
     """Call TOOL with KEY=VALUE arguments.
@@ -216,7 +252,7 @@ async def call(
     mcpserve call app.py add_book title=Dune --stdio --json
     """
     split_pairs(arguments)  # a word that is not KEY=VALUE is said before anything starts
-    async with connect(target, over_stdio, access) as client:
+    async with connect(target, over_stdio, access, log_level) as client:
         tools = {entry["name"]: entry for entry in await client.list_tools()}
         if tool not in tools:
             names = ", ".join(tools) or "none"
@@ -239,13 +275,20 @@ async def call(
 @client_options
 @click.argument("uri")
 @command_body
-async def read(target: str, uri: str, over_stdio: bool, as_json: bool, access: HTTPAccess) -> int:
+async def read(
+    target: str,
+    uri: str,
+    over_stdio: bool,
+    as_json: bool,
+    log_level: str | None,
+    access: HTTPAccess,
+) -> int:
     """Read the resource at URI.
 
     \b
     mcpserve read app.py notes://1
     """
-    async with connect(target, over_stdio, access) as client:
+    async with connect(target, over_stdio, access, log_level) as client:
         result = await client.read_resource(uri)
     if as_json:
         output.show_json(result)
@@ -265,6 +308,7 @@ async def prompt(
     arguments: tuple[str, ...],
     over_stdio: bool,
     as_json: bool,
+    log_level: str | None,
     access: HTTPAccess,
 ) -> int:
     """Get prompt NAME with KEY=VALUE arguments.
@@ -273,7 +317,7 @@ async def prompt(
     mcpserve prompt app.py summarize topic=tea
     """
     split_pairs(arguments)
-    async with connect(target, over_stdio, access) as client:
+    async with connect(target, over_stdio, access, log_level) as client:
         prompts = {entry["name"]: entry for entry in await client.list_prompts()}
         if name not in prompts:
             names = ", ".join(prompts) or "none"
