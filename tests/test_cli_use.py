@@ -701,3 +701,86 @@ def test_log_level_says_when_the_server_sends_no_log_messages(shelf: str) -> Non
     assert "shelf_app.py sends no log messages (it declares no logging capability" in (
         result.stderr
     )
+
+
+# --------------------------------------------------------------------------- task tools
+
+TASKS = """
+from mcpserve import Server
+
+server = Server("jobs")
+
+
+@server.tool(task="optional")
+async def rebuild(shards: int = 4) -> str:
+    \"\"\"Rebuild the index.\"\"\"
+    return "rebuilt"
+
+
+@server.tool(task="required")
+async def migrate() -> str:
+    return "migrated"
+
+
+@server.tool
+def ping() -> str:
+    return "pong"
+"""
+
+
+@pytest.fixture
+def jobs(write: Callable[[str, str], Path]) -> str:
+    return str(write(TASKS, "jobs_app.py"))
+
+
+def options_of(stdout: str) -> dict[str, str]:
+    """Each tool's ``options:`` line, by tool name (an empty string for none)."""
+    found: dict[str, str] = {}
+    for block in stdout.split("\n\n"):
+        lines = block.splitlines()
+        if lines and lines[0].startswith("  ") and not lines[0].startswith("   "):
+            name = lines[0].strip()
+            found[name] = next((line.strip() for line in lines if "options:" in line), "")
+    return found
+
+
+def test_inspect_marks_the_task_tools_of_a_target_it_imports(jobs: str) -> None:
+    result = mcpserve("inspect", jobs)
+    assert result.exit_code == 0, result.output
+    assert options_of(result.stdout.split("Tools (3)\n")[1]) == {
+        "rebuild": "options: task (optional)",
+        "migrate": "options: task (required)",
+        "ping": "",
+    }
+    assert "Tasks:" not in result.stdout  # each task tool is marked: no need to say more
+
+
+def test_inspect_json_keeps_the_tools_as_the_server_listed_them(jobs: str) -> None:
+    found = json.loads(mcpserve("inspect", jobs, "--json").stdout)
+    assert all("execution" not in tool for tool in found["tools"])
+
+
+def test_inspect_over_stdio_says_the_server_runs_tasks_it_cannot_name(jobs: str) -> None:
+    """The 2026-07-28 tasks extension lists no per-tool field: only the capability shows."""
+    done = run_cli("inspect", jobs, "--stdio")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        "jobs 0.1.0\nTasks: some calls may run as tasks (io.modelcontextprotocol/tasks); its "
+        "tool list does not say which\n\nTools (3)\n"
+    )
+
+
+def test_inspect_marks_a_tool_whose_listing_declares_its_task_support() -> None:
+    """A 2025-11-25 server lists ``execution.taskSupport``; ``forbidden`` is no mark."""
+    from mcpserve.cli.output import inspection_text
+
+    tools = [
+        {"name": name, "inputSchema": {"type": "object"}, "execution": {"taskSupport": support}}
+        for name, support in (("a", "optional"), ("b", "required"), ("c", "forbidden"))
+    ]
+    text = inspection_text({"server": {"name": "old"}, "tools": tools})
+    assert options_of(text.split("Tools (3)\n")[1]) == {
+        "a": "options: task (optional)",
+        "b": "options: task (required)",
+        "c": "",
+    }

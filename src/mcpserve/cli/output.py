@@ -7,8 +7,14 @@ MIME type and size, resource links as their URI, embedded resources as their tex
 An ``isError`` result goes to stderr instead, for the command to exit with status 1.
 
 ``inspect`` shows what a server offers as aligned tables: every tool with its arguments
-(type, required, default, description) and options (annotations, task support), then
-resources, resource templates and prompts. Columns empty in every row are left out.
+(type, required, default, description) and options (annotations, task support, output),
+then resources, resource templates and prompts. Columns empty in every row are left out.
+
+A tool's task support is its ``execution.taskSupport``: listed by a server of the
+2025-11-25 era, and filled in by ``inspect`` from the registry of a target it imported,
+since the 2026-07-28 tasks extension lists no such field (docs/decisions.md, "Task tools
+in inspect"). A server that declares the extension without marking any tool gets a line
+saying so.
 """
 
 from __future__ import annotations
@@ -150,11 +156,18 @@ def tool_options(tool: dict[str, Any]) -> list[str]:
             continue
         options.append(_HINTS.get((key, value), f"{key}={json.dumps(value)}"))
     support = (tool.get("execution") or {}).get("taskSupport")
-    if support:
-        options.append(f"tasks {support}")
+    if support in ("optional", "required"):
+        options.append(f"task ({support})")
     if tool.get("outputSchema"):
         options.append(f"returns {describe(tool['outputSchema'], tool['outputSchema'])}")
     return options
+
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+def is_task_tool(tool: dict[str, Any]) -> bool:
+    return (tool.get("execution") or {}).get("taskSupport") in ("optional", "required")
 
 
 def tool_block(tool: dict[str, Any]) -> str:
@@ -189,7 +202,13 @@ def tool_block(tool: dict[str, Any]) -> str:
 def inspection_text(found: dict[str, Any]) -> str:
     """What ``inspect`` prints: the server, then a section for each kind it offers."""
     info = found.get("server") or {}
-    sections = [" ".join(str(info[key]) for key in ("name", "version") if info.get(key))]
+    heading = " ".join(str(info[key]) for key in ("name", "version") if info.get(key))
+    extensions = (found.get("capabilities") or {}).get("extensions") or {}
+    marked = any(is_task_tool(tool) for tool in found.get("tools") or ())
+    if TASKS_EXTENSION in extensions and not marked:
+        heading += ("\nTasks: some calls may run as tasks (io.modelcontextprotocol/tasks); "
+                    "its tool list does not say which")  # fmt: skip
+    sections = [heading]
     if "tools" in found:
         tools = found["tools"]
         body = "\n\n".join(tool_block(tool) for tool in tools) if tools else "  none"

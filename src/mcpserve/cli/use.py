@@ -215,6 +215,8 @@ async def inspect(
         offered = client.server_capabilities
         if "tools" in offered:
             found["tools"] = await client.list_tools()
+            if not as_json:  # --json prints the lists as the server sent them
+                found["tools"] = with_task_support(found["tools"], client)
         if "resources" in offered:
             found["resources"] = await client.list_resources()
             found["resourceTemplates"] = await client.list_resource_templates()
@@ -225,6 +227,20 @@ async def inspect(
     else:
         click.echo(output.inspection_text(found))
     return 0
+
+
+def with_task_support(tools: list[dict[str, Any]], client: Client) -> list[dict[str, Any]]:
+    """``tools``, each marked with the ``execution.taskSupport`` its registration gives it
+    when the server runs in this process: the 2026-07-28 wire does not list it."""
+    server = getattr(client.connection, "server", None)  # a MemoryConnection's
+    registered = getattr(getattr(server, "registry", None), "tools", None) or {}
+    marked = []
+    for tool in tools:
+        mode = getattr(registered.get(tool.get("name")), "task_mode", None)
+        if mode is not None and "execution" not in tool:
+            tool = {**tool, "execution": {"taskSupport": mode}}
+        marked.append(tool)
+    return marked
 
 
 @click.command()
