@@ -408,3 +408,9 @@ def test_several_workers_start_with_sessions_in_redis(tmp_path: Path) -> None:
         env = {"MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": redis.url}
         with http_server_process(tmp_path, args=workers_command(app), env=env) as served:
             assert tool_names(served.url) == ["first"]
+
+
+def test_run_help_says_reload_works_over_stdio_and_http() -> None:
+    result = CliRunner().invoke(main, ["run", "--help"], terminal_width=200)
+    reload_line = next(line for line in result.stdout.splitlines() if "--reload" in line)
+    assert "(stdio: the client keeps its pipes; HTTP: uvicorn's reloader)" in reload_line

@@ -63,7 +63,8 @@ _ENV_SOLE = "MCPSERVE_WORKER_SOLE"  # "1": the reloader's worker, the server's o
 @click.option(
     "--reload",
     is_flag=True,
-    help="HTTP: restart the server when a .py file in the target's directory changes.",
+    help="Restart the server when a .py file in the target's directory changes (stdio: "
+    "the client keeps its pipes; HTTP: uvicorn's reloader).",
 )
 @click.option(
     "--env-file",
