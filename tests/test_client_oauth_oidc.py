@@ -5,7 +5,9 @@ client credentials, RFC 9207 ``iss``) and one mcpserve server protected by a
 ``ResourceServer`` around a ``JWTVerifier`` for it (served by uvicorn in a thread, on a
 socket bound before the server is built, so the resource URL is known) serve the module.
 The server asks for ``notes:read`` first; ``add_note`` needs ``notes:write``; ``purge``
-asks at run time for ``notes:root``, a scope the authorization server does not know.
+asks at run time for ``notes:root``, a scope the authorization server does not know. A
+second server at :attr:`Stack.names_more` requires ``notes:read`` (its 401 asks for that
+alone) but names ``notes:write`` too in its metadata, for what its lists hide.
 
 Each test starts with a fresh ``OAuth`` or ``ClientCredentials`` (so a fresh storage) and
 finds everything from the first 401. Its pool records every exchange (method, URL path,
@@ -104,10 +106,40 @@ def serving(server: Server, sock: socket.socket) -> Iterator[None]:
         loop.close()
 
 
+def build_server_naming_more(url: str, issuer: str) -> Server:
+    """Its 401 asks for notes:read; its metadata names notes:write too."""
+    verifier = JWTVerifier(issuer=issuer, audience=url)
+    server = Server("names-more", auth=ResourceServer(verifier, required_scopes=[READ],
+                                                      scopes_supported=[READ, WRITE]))  # fmt: skip
+
+    @server.tool
+    def whoami(ctx: Context) -> dict[str, Any]:
+        return {"principal": ctx.principal, "scopes": sorted(ctx.scopes)}
+
+    @server.tool(scopes=[WRITE])
+    def add_note(text: str, ctx: Context) -> dict[str, Any]:
+        """Hidden from a token without notes:write."""
+        return {"text": text, "scopes": sorted(ctx.scopes)}
+
+    @server.tool
+    def publish(ctx: Context) -> str:
+        """Listed for everyone; refused (403) without notes:write."""
+        ctx.require_scopes(WRITE)
+        return "published"
+
+    @server.prompt(scopes=[WRITE])
+    def draft(topic: str) -> str:
+        return f"Draft a note on {topic}."
+
+    return server
+
+
 @dataclass
 class Stack:
     url: str
     oidc: AuthorizationServer
+    #: The server whose metadata names more scopes than its 401 asks for.
+    names_more: str = ""
 
     @property
     def metadata_path(self) -> str:
@@ -117,13 +149,19 @@ class Stack:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def stack() -> AsyncIterator[Stack]:
     issuer_port = free_port()
-    with socket.socket() as sock:
+    issuer = f"http://127.0.0.1:{issuer_port}"
+    with socket.socket() as sock, socket.socket() as other:
         sock.bind(("127.0.0.1", 0))
+        other.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        server = build_server(url, f"http://127.0.0.1:{issuer_port}")
-        with serving(server, sock):
-            async with authorization_server([url], [READ, WRITE], port=issuer_port) as oidc:
-                yield Stack(url, oidc)
+        names_more = f"http://127.0.0.1:{other.getsockname()[1]}/mcp"
+        with (
+            serving(build_server(url, issuer), sock),
+            serving(build_server_naming_more(names_more, issuer), other),
+        ):
+            resources = [url, names_more]
+            async with authorization_server(resources, [READ, WRITE], port=issuer_port) as oidc:
+                yield Stack(url, oidc, names_more)
 
 
 # --------------------------------------------------------------------------- recording
@@ -611,3 +649,86 @@ async def test_the_cli_logs_a_user_in_once_and_keeps_the_tokens_for_the_next_com
         assert json.loads(out)["structuredContent"]["principal"] == "alice"
     assert len((tmp_path / "logins").read_text().splitlines()) == 1
     assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600
+
+
+def browser_env(tmp_path: Path) -> dict[str, str]:
+    """The user's browser for ``--oauth``: ``login_browser.py`` logs alice in."""
+    browser = Path(__file__).with_name("login_browser.py")
+    return {
+        "BROWSER": f"{sys.executable} {browser} %s",
+        "LOGIN_LOG": str(tmp_path / "logins"),
+        "MCPSERVE_TOKEN_FILE": str(tmp_path / "tokens.json"),
+        "PYTHONPATH": str(browser.parent),
+    }
+
+
+def logins(tmp_path: Path) -> list[dict[str, str]]:
+    """The query of each authorization URL the browser was sent to, in order."""
+    lines = (tmp_path / "logins").read_text().splitlines()
+    return [query(line) for line in lines]
+
+
+async def test_the_cli_steps_up_for_a_tool_the_tokens_scopes_hide_from_its_list(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """add_note is not in tools/list for a notes:read token: instead of "no tool", the
+    command logs in again for every scope the metadata names, lists again, and calls."""
+    status, out, err = await mcpserve_cli(
+        "call", stack.names_more, "add_note", "text=hi", "--json", "--oauth",
+        **browser_env(tmp_path),
+    )  # fmt: skip
+    assert status == 0, err
+    assert json.loads(out)["structuredContent"] == {"text": "hi", "scopes": [READ, WRITE]}
+    assert [login["scope"].split() for login in logins(tmp_path)] == [
+        [READ, "offline_access"], [READ, WRITE, "offline_access"]
+    ]  # fmt: skip
+    assert (
+        f"No tool 'add_note' is listed for this token: authorizing again for scope {READ} "
+        f"{WRITE}..." in err
+    )
+
+
+async def test_the_cli_steps_up_for_a_hidden_prompt_with_client_credentials(
+    stack: Stack,
+) -> None:
+    machine = stack.oidc.machine
+    status, out, err = await mcpserve_cli(
+        "prompt", stack.names_more, "draft", "topic=tea",
+        "--client-id", machine.client_id, "--client-secret", str(machine.client_secret),
+    )  # fmt: skip
+    assert status == 0, err
+    assert out == "[user]\nDraft a note on tea.\n"
+
+
+async def test_the_cli_steps_up_when_a_listed_tool_answers_403(stack: Stack) -> None:
+    machine = stack.oidc.machine
+    status, out, err = await mcpserve_cli(
+        "call", stack.names_more, "publish",
+        "--client-id", machine.client_id, "--client-secret", str(machine.client_secret),
+    )  # fmt: skip
+    assert (status, out) == (0, "published\n"), err
+
+
+async def test_a_tool_no_scope_reveals_is_still_no_tool_after_one_step_up(
+    stack: Stack, tmp_path: Path
+) -> None:
+    env = browser_env(tmp_path)
+    status, out, err = await mcpserve_cli("call", stack.names_more, "remove_note", "--oauth",
+                                          **env)  # fmt: skip
+    assert (status, out) == (2, "")
+    assert "has no tool 'remove_note' (its tools: whoami, add_note, publish)" in err
+    assert len(logins(tmp_path)) == 2  # the first login, then one for every scope named
+    again = await mcpserve_cli("call", stack.names_more, "remove_note", "--oauth", **env)
+    assert again[0] == 2
+    assert len(logins(tmp_path)) == 2  # nothing more to ask for: no third login
+
+
+async def test_without_oauth_a_missing_tool_is_said_at_once(tmp_path: Path) -> None:
+    """An unprotected server hides nothing by scope: no step-up, no metadata asked for."""
+    from wire_helpers import http_server_process
+
+    with http_server_process(tmp_path) as served:
+        status, _, err = await mcpserve_cli("call", served.url, "nope", "--oauth")
+    assert status == 2
+    assert "has no tool 'nope'" in err
+    assert "Authorization failed" not in err

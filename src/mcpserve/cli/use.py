@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -190,6 +190,29 @@ def command_body(fn: Callable[..., Coroutine[Any, Any, int]]) -> Callable[..., N
     return body
 
 
+async def listed(
+    client: Client,
+    kind: str,
+    name: str,
+    listing: Callable[[], Awaitable[list[dict[str, Any]]]],
+) -> dict[str, dict[str, Any]]:
+    """What ``listing()`` lists, by name. A server that wants OAuth leaves out of its lists
+    what the token's scopes do not cover: when ``name`` is not there, the client authorizes
+    again for every scope the server names (a step-up), and lists once more."""
+    entries = {entry["name"]: entry for entry in await listing()}
+    step_up = getattr(client.connection, "step_up", None)  # an HTTP connection's
+    if name in entries or step_up is None:
+        return entries
+
+    def before(scopes: tuple[str, ...]) -> None:
+        terminal.say(f"No {kind} {name!r} is listed for this token: authorizing again for "
+                     f"scope {' '.join(scopes)}...")  # fmt: skip
+
+    if await step_up(before):
+        entries = {entry["name"]: entry for entry in await listing()}
+    return entries
+
+
 def _progress(progress: float, total: float | None, message: str | None) -> None:
     done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
     terminal.say(f"  progress {done}" + (f": {message}" if message else ""))
@@ -269,7 +292,7 @@ async def call(
     """
     split_pairs(arguments)  # a word that is not KEY=VALUE is said before anything starts
     async with connect(target, over_stdio, access, log_level) as client:
-        tools = {entry["name"]: entry for entry in await client.list_tools()}
+        tools = await listed(client, "tool", tool, client.list_tools)
         if tool not in tools:
             names = ", ".join(tools) or "none"
             raise Mistake(f"{display_name(target)} has no tool {tool!r} (its "
@@ -334,7 +357,7 @@ async def prompt(
     """
     split_pairs(arguments)
     async with connect(target, over_stdio, access, log_level) as client:
-        prompts = {entry["name"]: entry for entry in await client.list_prompts()}
+        prompts = await listed(client, "prompt", name, client.list_prompts)
         if name not in prompts:
             names = ", ".join(prompts) or "none"
             raise Mistake(f"{display_name(target)} has no prompt {name!r} (its "

@@ -163,6 +163,17 @@ class HTTPConnection:
             http, self._http = self._http, None
             await http.aclose()
 
+    async def step_up(self, before: Callable[[tuple[str, ...]], object] | None = None) -> bool:
+        """With OAuth, authorize again for every scope the server's metadata names beyond
+        those held (:meth:`~.oauth.flow.OAuthFlow.broaden`); whether new tokens came, so
+        that what the server hid from the old ones may be asked for again."""
+        from .oauth.bearer import BearerAuth
+
+        if not isinstance(self.request_auth, BearerAuth):
+            return False
+        tokens = await self.request_auth.flow.broaden(self.url, self.client(), before)
+        return tokens is not None
+
     def client(self) -> httpx2.AsyncClient:
         """The pool (open)."""
         if self._http is None:

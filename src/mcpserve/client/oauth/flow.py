@@ -21,6 +21,9 @@ for the lock finds the tokens renewed and just uses them.
   challenged ones, at most ``max_step_ups`` times per request, and only while the union
   is larger than what is held: if the token already carries every challenged scope, asking
   again cannot help, and the 403 is the caller's answer.
+* **Asked to broaden** (:meth:`OAuthFlow.broaden`: a caller that missed something a server
+  hides from tokens without the scope, such as a tool left out of ``tools/list``): the same
+  step-up, with the scopes the protected resource metadata names standing for a challenge.
 
 Scope selection for a first authorization: ``scopes=`` if given, else the challenge's
 ``scope``, else the metadata's ``scopes_supported``, else no ``scope`` at all. The
@@ -34,7 +37,7 @@ import asyncio
 import logging
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import httpx2
@@ -151,16 +154,42 @@ class OAuthFlow(ABC):
                 and current.access_token != sent.access_token
             ):
                 return current
-            held = (sent.scopes if sent is not None else None) or ()
-            asked = (sent.requested_scopes if sent is not None else None) or ()
-            wanted = challenge.scope or ()
-            if not wanted or set(wanted) <= {*held, *asked}:  # asking again cannot help
+            union = _step_up_scopes(sent, challenge.scope or ())
+            if union is None:
                 logger.info("%s still refuses scope %s; not asking again", server_url,
-                            " ".join(wanted) or "(none named)")  # fmt: skip
+                            " ".join(challenge.scope or ()) or "(none named)")  # fmt: skip
                 return None
-            union = tuple(dict.fromkeys((*held, *wanted)))
             logger.info("Stepping up to scope %s for %s", " ".join(union), server_url)
             return await self._authorize(server_url, challenge, union, http)
+
+    async def broaden(
+        self,
+        server_url: str,
+        http: httpx2.AsyncClient,
+        before: Callable[[tuple[str, ...]], object] | None = None,
+    ) -> Tokens | None:
+        """New tokens for the scopes held and every scope the server's protected resource
+        metadata names (``scopes_supported``), when that is more than the stored tokens
+        hold or asked for; ``None`` when asking cannot bring more. For what a server hides
+        from a token without the scope instead of refusing it (a tool it leaves out of
+        ``tools/list``): no 403 comes to step up from. ``before(scopes)`` hears the scopes
+        just before they are asked for (a browser may open)."""
+        key = canonical_resource(server_url)
+        if await self.storage.load_tokens(key) is None:
+            return None  # never authorized there: the server did not ask, so hides nothing
+        resource = await self._bounded(
+            fetch_resource_metadata(http, server_url, None, self.timeout),
+            f"Reading the protected resource metadata of {server_url}",
+        )
+        async with self._lock(key):
+            sent = await self.storage.load_tokens(key)
+            union = _step_up_scopes(sent, resource.scopes_supported or ())
+            if union is None:
+                return None
+            if before is not None:
+                before(union)
+            logger.info("Broadening to scope %s for %s", " ".join(union), server_url)
+            return await self._authorize(server_url, BearerChallenge(scope=union), union, http)
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -276,3 +305,14 @@ class OAuthFlow(ABC):
         scopes: tuple[str, ...] | None,
     ) -> Tokens:
         """New tokens for ``resource`` from ``issuer``: the grant's own exchange."""
+
+
+def _step_up_scopes(sent: Tokens | None, wanted: Sequence[str]) -> tuple[str, ...] | None:
+    """The scopes held with those ``wanted``; ``None`` when asking for them cannot help:
+    none are wanted, or each was held or asked for already (an authorization server that
+    granted less the last time would again)."""
+    held = (sent.scopes if sent is not None else None) or ()
+    asked = (sent.requested_scopes if sent is not None else None) or ()
+    if not wanted or set(wanted) <= {*held, *asked}:
+        return None
+    return tuple(dict.fromkeys((*held, *wanted)))
