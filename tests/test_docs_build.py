@@ -34,6 +34,12 @@ def run(*command: str | Path, cwd: Path | None = None) -> str:
     return done.stdout
 
 
+def ignored_by_git(paths: set[str]) -> list[str]:
+    done = subprocess.run(["git", "check-ignore", "--stdin"], cwd=ROOT, capture_output=True,
+                          text=True, input="\n".join(sorted(paths)), check=False)  # fmt: skip
+    return done.stdout.split()
+
+
 def build(out: Path) -> tuple[Path, Path]:
     run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, ROOT)
     [wheel], [sdist] = sorted(out.glob("*.whl")), sorted(out.glob("*.tar.gz"))
@@ -72,9 +78,7 @@ async def test_the_wheel_installs_in_a_fresh_environment_and_serves_over_stdio(
     # the tests makes: venvs with links to absolute paths, which unpack nowhere).
     tracked = set(run("git", "ls-files", cwd=ROOT).split())
     assert tracked <= names
-    ignored = subprocess.run(["git", "check-ignore", "--stdin"], cwd=ROOT, capture_output=True,
-                             text=True, input="\n".join(sorted(names - tracked)), check=False)  # fmt: skip
-    assert ignored.stdout.split() == []
+    assert ignored_by_git(names - tracked) == []
 
     python = fresh_environment(tmp_path / "venv", wheel)
     imported = run(python, "-c", "import mcpserve; print(mcpserve.__file__)")
