@@ -89,7 +89,7 @@ class Context(Generic[StateT]):
         self._task = None if request.inline else asyncio.current_task()
         self._cancel_flag: tuple[threading.Event, asyncio.Event] | None = None
         self._rounds: Rounds | None = None
-        self._round_target: tuple[str, Any] | None = None
+        self._round_target: tuple[str, Any, bool] | None = None
         self._asked = 0
 
     # -- facts about the request ---------------------------------------------------------
@@ -227,9 +227,10 @@ class Context(Generic[StateT]):
 
     # -- asking the client (multi round-trip requests) ------------------------------------
 
-    def begin_rounds(self, target: str, arguments: Any) -> None:
-        """Bind input requests to this request's target (done by the server)."""
-        self._round_target = (target, arguments)
+    def begin_rounds(self, target: str, arguments: Any, *, sealed: bool = True) -> None:
+        """Bind input requests to this request's target (done by the server); ``sealed``
+        False for a tool that keeps its own ``requestState``."""
+        self._round_target = (target, arguments, sealed)
         params = self.request.params
         if "requestState" in params or "inputResponses" in params:
             _ = self.rounds  # verify the state now, even if the handler never asks
@@ -260,20 +261,47 @@ class Context(Generic[StateT]):
     @property
     def raw_request_state(self) -> str | None:
         """The ``requestState`` string the client echoed, unverified and as sent (``None``
-        when there is none). For handlers that protect state of their own: what mcpserve
-        seals is read through :attr:`state` and :attr:`request_state`, which verify it."""
+        when there is none). For tools that keep their own (``request_state="handler"``):
+        what mcpserve seals is read through :attr:`state` and :attr:`request_state`, which
+        verify it."""
         state = self.request.params.get("requestState")
         return state if isinstance(state, str) else None
+
+    def set_raw_request_state(self, text: str | None) -> None:
+        """The ``requestState`` this attempt hands out if it ends asking (a question, or an
+        ``InputRequired`` returned), sent exactly as given; ``None`` sends none. Only for a
+        tool registered with ``request_state="handler"``, which protects it itself: the
+        client can read and change it, and sends back whatever it likes."""
+        rounds = self.rounds
+        if rounds.sealed:
+            raise RuntimeError(
+                f"{rounds.target}'s requestState is sealed by mcpserve: keep your data in "
+                'ctx.state, or register the tool with request_state="handler" to hand out '
+                "your own"
+            )
+        if text is not None and type(text) is not str:
+            raise TypeError(f"A requestState is a string, not {type(text).__name__}")
+        rounds.outgoing = text
 
     @property
     def state(self) -> dict[str, Any]:
         """Your data that survives round trips: set keys before asking, read them after."""
-        return self.rounds.state
+        return self._sealed_rounds().state
 
     @property
     def request_state(self) -> dict[str, Any]:
         """The state sealed by a previous round (``InputRequired(state=...)``), or ``{}``."""
-        return self.rounds.state
+        return self._sealed_rounds().state
+
+    def _sealed_rounds(self) -> Rounds:
+        rounds = self.rounds
+        if not rounds.sealed:
+            raise RuntimeError(
+                f'{rounds.target} keeps its own requestState (request_state="handler"), so '
+                "nothing is sealed: read ctx.raw_request_state and hand yours out with "
+                "ctx.set_raw_request_state(text)"
+            )
+        return rounds
 
     async def ask(self, **requests: Elicit | Sample | ListRoots) -> dict[str, Any]:
         """Ask several things in one round; returns the answers by key.

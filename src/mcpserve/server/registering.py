@@ -63,6 +63,10 @@ class ToolOptions(Options, total=False):
     #: When the task starts: with the "call" (default), or when the "handler" awaits
     #: ``ctx.start_task()`` (its questions before that are multi round-trip rounds).
     task_start: Literal["call", "handler"]
+    #: Who keeps the requestState of its multi round-trip rounds: mcpserve, sealed
+    #: ("sealed", default), or the "handler" (``ctx.raw_request_state`` in, verbatim
+    #: ``ctx.set_raw_request_state`` out; nothing verified).
+    request_state: Literal["sealed", "handler"]
     #: The MCP App (``server.app(...)``, or its ``ui://`` URI) that shows the tool's results.
     app: App | str
     #: Who may call the tool where apps are shown: "model", "app" (default: both).

@@ -12,6 +12,13 @@ idempotent. Answers from earlier rounds travel inside the sealed state, so a han
 asks twice in a row (round 1, round 2) sees both answers on round 3. ``ctx.state`` is a
 dict for your own data that survives the round trip the same way.
 
+A tool registered with ``request_state="handler"`` keeps its own state instead
+(``docs/decisions.md``, "A handler's own requestState"): nothing is sealed or verified, the
+handler reads the client's string as ``ctx.raw_request_state`` and hands out the one it
+sets with ``ctx.set_raw_request_state``, verbatim. With no sealed record of what was asked,
+a question takes its answer from this round's ``inputResponses`` only, and no round cap
+applies: what earlier rounds learnt is the handler's to carry in its state.
+
 :class:`NeedInput` derives from ``BaseException`` so a handler's ``except Exception``
 cannot swallow the end of an attempt by accident.
 """
@@ -20,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
@@ -28,12 +35,17 @@ from ..protocol.errors import InvalidParams, MissingClientCapability
 from ..protocol.records import Record
 
 if TYPE_CHECKING:
+    from ..protocol.request_state import Binding
     from .context import Context
 
 logger = logging.getLogger("mcpserve.state")
 
 #: What an input request's ``parse`` returns for an answer it cannot use.
 MISSING: Any = object()
+
+#: Who keeps a tool's ``requestState``: mcpserve, sealed (the default), or the handler.
+RequestStateKeeper = Literal["sealed", "handler"]
+REQUEST_STATE_KEEPERS: tuple[RequestStateKeeper, ...] = ("sealed", "handler")
 
 
 class InputRequest(Protocol):
@@ -100,17 +112,18 @@ def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
 class Rounds:
     """The round-trip bookkeeping of one request."""
 
-    __slots__ = ("answers", "asked", "binding", "ctx", "pending", "responses", "round", "state")
+    __slots__ = ("answers", "asked", "binding", "ctx", "outgoing", "pending", "responses",
+                 "round", "state", "target")  # fmt: skip
 
-    def __init__(self, ctx: Context, target: str, arguments: Any) -> None:
-        from ..protocol.request_state import Binding, StateRejected  # crypto loads on first use
-
+    def __init__(self, ctx: Context, target: str, arguments: Any, sealed: bool = True) -> None:
         method = ctx.request.method
         if method not in c.INPUT_REQUIRED_METHODS:
             raise RuntimeError(f"{method} cannot ask the client for input (only tools/call, "
                                "prompts/get and resources/read can)")  # fmt: skip
         self.ctx = ctx
-        self.binding = Binding.of(method, target, arguments, ctx.principal)
+        self.target = target
+        #: The requestState the handler hands out itself (a tool that keeps its own).
+        self.outgoing: str | None = None
         params = ctx.request.params
         self.answers: dict[str, Any] = {}
         #: The keys the last round asked, as sealed in its state: the only answers taken.
@@ -122,22 +135,36 @@ class Rounds:
         self.asked = 0
         self.state: dict[str, Any] = {}
         self.round = 0
-        sealed = params.get("requestState")
-        if sealed is not None:
+        responses = params.get("inputResponses")
+        self.responses: dict[str, Any] = responses if isinstance(responses, dict) else {}
+        #: What a sealed state is bound to; None for a handler's own state.
+        self.binding: Binding | None = None
+        if not sealed:  # the handler's own state: nothing to open, nothing to bind
+            return
+        from ..protocol.request_state import Binding, StateRejected  # crypto loads on first use
+
+        self.binding = Binding.of(method, target, arguments, ctx.principal)
+        state = params.get("requestState")
+        if state is not None:
             try:
-                payload, self.round = ctx.runtime.sealer.open(sealed, self.binding)
+                payload, self.round = ctx.runtime.sealer.open(state, self.binding)
             except StateRejected as exc:
                 logger.warning("Rejected requestState on %s %s: %s", method, target, exc)
                 raise InvalidParams("Invalid requestState") from None
             self.answers = payload.get("a", {})
             self.pending = set(payload.get("k", ()))
             self.state = payload.get("u", {})
-        responses = params.get("inputResponses")
-        self.responses: dict[str, Any] = responses if isinstance(responses, dict) else {}
+
+    @property
+    def sealed(self) -> bool:
+        """Whether mcpserve keeps this request's state (sealed), rather than the handler."""
+        return self.binding is not None
 
     def answer(self, key: str, request: InputRequest) -> Any:
         """The parsed answer to ``key``, or ``MISSING``."""
-        if self.pending is not None:
+        if not self.sealed:
+            takes = True  # a handler that keeps its own state vouches for its own rounds
+        elif self.pending is not None:
             takes = key in self.pending
         else:
             takes = self.asked == 1 and self.ctx.runtime.answers_without_state == "first-round"
@@ -179,10 +206,12 @@ class Rounds:
     ) -> dict[str, Any]:
         """The ``InputRequiredResult`` that ends this attempt."""
         self.check_capabilities(requests)
+        wire = {key: r if isinstance(r, dict) else r.to_wire() for key, r in requests.items()}
+        if self.binding is None:
+            return self._handlers_input_required(wire, user_state)
         sealer = self.ctx.runtime.sealer
         if self.round + 1 > sealer.max_rounds:
             raise InvalidParams(f"Too many input rounds for this request (max {sealer.max_rounds})")
-        wire = {key: r if isinstance(r, dict) else r.to_wire() for key, r in requests.items()}
         payload = {
             "a": self.answers,
             "k": sorted(wire),
@@ -192,4 +221,21 @@ class Rounds:
         if wire:
             result["inputRequests"] = wire
         result["requestState"] = sealer.seal(self.binding, payload, round_number=self.round + 1)
+        return result
+
+    def _handlers_input_required(
+        self, wire: dict[str, Any], user_state: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The result of a tool that keeps its own state: its string, exactly as set."""
+        if user_state is not None:
+            raise RuntimeError(
+                f'{self.target} keeps its own requestState (request_state="handler"), so '
+                "nothing is sealed: hand yours out with ctx.set_raw_request_state(text), "
+                "not InputRequired(state=...)"
+            )
+        result: dict[str, Any] = {"resultType": "input_required"}
+        if wire:
+            result["inputRequests"] = wire
+        if self.outgoing is not None:
+            result["requestState"] = self.outgoing
         return result

@@ -31,6 +31,7 @@ from ..protocol.records import Record
 from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .context import Context
 from .registered import InvalidArguments, Pool, Registered, list_entry
+from .rounds import REQUEST_STATE_KEEPERS, RequestStateKeeper
 from .schema import inspect_output, unchecked_output
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class Tool(Registered):
     """A registered tool. Build one with ``@server.tool`` or ``server.add_tool``."""
 
     __slots__ = ("header_params", "header_types", "output", "output_check", "raw_schema",
-                 "requires")  # fmt: skip
+                 "request_state", "requires")  # fmt: skip
 
     def __init__(
         self,
@@ -100,13 +101,19 @@ class Tool(Registered):
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         scopes: Iterable[str] = (),
+        request_state: RequestStateKeeper = "sealed",
     ) -> None:
         name = fn.__name__ if name is None else name
         if not _TOOL_NAME.fullmatch(name):
             raise ValueError(
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
+        if request_state not in REQUEST_STATE_KEEPERS:
+            raise ValueError(f'Tool {name!r}: request_state must be "sealed" or "handler", '
+                             f"not {request_state!r}")  # fmt: skip
         super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
+        #: Who keeps the requestState of its rounds: mcpserve ("sealed") or the function.
+        self.request_state: RequestStateKeeper = request_state
         # A published output_schema= replaces the return annotation: it is not read, so one
         # without a JSON form (a class of your own) does not stop the tool registering.
         self.output = (
@@ -153,7 +160,8 @@ class Tool(Registered):
             missing = missing_capabilities(self.requires, ctx.client_capabilities)
             if missing:
                 raise MissingClientCapability(missing)
-        ctx.begin_rounds(self.key, arguments or {})  # a bad requestState fails first
+        # A bad sealed requestState fails first; a handler's own is the handler's to judge.
+        ctx.begin_rounds(self.key, arguments or {}, sealed=self.request_state == "sealed")
         if self.raw_schema is not None:
             problems = self.raw_schema.problems(arguments or {})
             if problems:
