@@ -272,6 +272,25 @@ async def test_cancel_while_running_ends_cancelled_and_terminal_states_stay(task
     assert (await tasks.get(created["taskId"]))["status"] == "cancelled"
 
 
+async def test_a_task_cancelled_before_its_function_starts_ends_cancelled() -> None:
+    """tasks/cancel handled right after the call, before the event loop ran the function."""
+    app.GATES.clear()
+    server = app.build(server_info_in_results=False)
+    async with server.running():
+        created = (await server.handle(call(1, "gated", {"tag": "never"})))["result"]
+        task_id = created["taskId"]
+        acked = await server.handle(message(2, "tasks/cancel", {"taskId": task_id}))
+        assert acked["result"] == {"resultType": "complete"}
+        async with asyncio.timeout(TIMEOUT):
+            while True:
+                task = await server.handle(message(3, "tasks/get", {"taskId": task_id}))
+                if task["result"]["status"] != "working":
+                    break
+                await asyncio.sleep(0.01)
+        assert task["result"]["status"] == "cancelled"
+        assert not server.tasks.running
+
+
 async def test_cancel_after_completion_is_acked_and_changes_nothing(tasks: Tasks) -> None:
     created = await tasks.create("sleepy")
     await tasks.until(created["taskId"], "completed")

@@ -229,6 +229,9 @@ class Tasks:
         if tool.task_start == "call":
             running = await self._start(job_ctx, started, None)
             running.job = asyncio.create_task(self._execute(tool, arguments, job_ctx))
+            # Let the job take its first step: a tasks/cancel that comes before it would
+            # cancel a coroutine that never ran, and nothing would record the task's end.
+            await asyncio.sleep(0)
             return {"resultType": "task", **running.record.task()}
         # The function runs until it awaits ctx.start_task() (whose task is then the job's
         # own), or ends first: whichever comes first answers the request.
