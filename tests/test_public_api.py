@@ -149,6 +149,8 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
         ("Mount", "mcpserve.server.mounting"),
         ("Completion", "mcpserve.server.completions"),
         ("MemoryTaskStore", "mcpserve.server.tasks"),
+        ("TaskHandle", "mcpserve.client.tasks"),
+        ("TaskCancelled", "mcpserve.client.tasks"),
         ("Skill", "mcpserve.server.skill"),
         ("fetch_openapi", "mcpserve.server.openapi"),
     ],
@@ -156,6 +158,13 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
 def test_lazy_names_load_on_first_use(name: str, module: str) -> None:
     assert module in _modules_after(f"from mcpserve import {name}")
     assert module not in _modules_after("import mcpserve")
+
+
+def test_a_client_that_takes_no_task_does_not_load_the_tasks_machinery() -> None:
+    modules = _modules_after("from mcpserve import Client")
+    assert "mcpserve.client.client" in modules
+    assert "mcpserve.client.tasks" not in modules
+    assert "mcpserve.server.tasks" not in modules
 
 
 def test_lazy_names_are_listed_and_unknown_names_are_not_invented() -> None:

@@ -51,6 +51,8 @@ if typing.TYPE_CHECKING:
     from .client.oauth import OAuthError as OAuthError
     from .client.skills import LoadedSkill as LoadedSkill
     from .client.skills import SkillVerificationError as SkillVerificationError
+    from .client.tasks import TaskCancelled as TaskCancelled
+    from .client.tasks import TaskHandle as TaskHandle
     from .server.apps import App as App
     from .server.apps import AppCSP as AppCSP
     from .server.apps import supports_apps as supports_apps
@@ -105,6 +107,8 @@ _LAZY = {
     "OAuth": "client.oauth",
     "OAuthError": "client.oauth",
     "SkillVerificationError": "client.skills",
+    "TaskCancelled": "client.tasks",
+    "TaskHandle": "client.tasks",
     "Message": "server.prompts",
     "Mount": "server.mounting",
     "OpenAPIOperation": "server.openapi",
@@ -188,6 +192,8 @@ __all__ = [
     "Server",
     "Skill",
     "SkillVerificationError",
+    "TaskCancelled",
+    "TaskHandle",
     "TaskRecord",
     "TaskStore",
     "TaskStoreUnavailable",

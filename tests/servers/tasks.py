@@ -4,7 +4,8 @@ In process, the tests hold a tool with a gate (``GATES[tag]``, an ``asyncio.Even
 observe a task while it runs; as a script (stdio, or HTTP with ``MCPSERVE_TEST_HTTP_PORT``)
 the tools that sleep are enough, and ``gated`` waits until the process ends. The store comes
 from ``MCPSERVE_TASK_STORE`` or ``MCPSERVE_REDIS_URL``; ``MCPSERVE_TEST_TASK_LEASE`` shortens
-the lease a process holds on the tasks it runs.
+the lease a process holds on the tasks it runs, ``MCPSERVE_TEST_TASK_POLL_MS`` sets the
+``pollIntervalMs`` its tasks give clients.
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ def build(**options: object) -> Server:
     lease = os.environ.get("MCPSERVE_TEST_TASK_LEASE")  # seconds, for the restart tests
     if lease:
         server.tasks.lease_seconds = float(lease)
+    poll = os.environ.get("MCPSERVE_TEST_TASK_POLL_MS")  # what tasks tell clients to wait
+    if poll:
+        server.tasks.poll_interval_ms = int(poll)
     return server
 
 

@@ -36,6 +36,9 @@ marked :func:`~mcpserve.blocking` (run in a thread); :mod:`.handlers` has the ru
 
     async with Client(server, on_elicit=name) as c:   # declares elicitation.form
         result = await c.call_tool("greet")  # asked, answered and retried: complete
+
+``call_tool(..., task=True)`` lets the server run the call as a task and returns a
+:class:`~mcpserve.TaskHandle` to wait for, watch or cancel it (:mod:`.tasks`).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .. import __version__
 from .._extras import needs_extra
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
     from ..server.server import Server
     from .oauth.flow import OAuthFlow
     from .skills import LoadedSkill
+    from .tasks import TaskHandle
 
 DEFAULT_CLIENT_INFO = {"name": "mcpserve-client", "version": __version__}
 
@@ -364,13 +368,15 @@ class Client:
         prompts_list_changed: bool = False,
         resources_list_changed: bool = False,
         resources: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> Subscription:
         """A ``subscriptions/listen`` stream: ``async with`` it and ``async for`` its
-        notifications (:mod:`.listen`)."""
+        notifications (:mod:`.listen`). ``task_ids`` asks for ``notifications/tasks`` about
+        those tasks, declaring the tasks extension as their calls did."""
         wanted = notification_filter(tools_list_changed=tools_list_changed,
                                      prompts_list_changed=prompts_list_changed,
                                      resources_list_changed=resources_list_changed,
-                                     resources=resources)  # fmt: skip
+                                     resources=resources, task_ids=task_ids)  # fmt: skip
         return Subscription(self, wanted)
 
     async def _list_all(self, method: str, key: str) -> list[JSONDict]:
@@ -387,12 +393,32 @@ class Client:
         """Every tool, following ``nextCursor`` through all pages."""
         return await self._list_all("tools/list", "tools")
 
+    @overload
     async def call_tool(
-        self, name: str, arguments: JSONDict | None = None, **options: Any
-    ) -> JSONDict:
+        self,
+        name: str,
+        arguments: JSONDict | None = None,
+        *,
+        task: Literal[False] = False,
+        **options: Any,
+    ) -> JSONDict: ...
+    @overload
+    async def call_tool(
+        self, name: str, arguments: JSONDict | None = None, *, task: Literal[True], **options: Any
+    ) -> TaskHandle: ...
+    async def call_tool(
+        self, name: str, arguments: JSONDict | None = None, *, task: bool = False, **options: Any
+    ) -> JSONDict | TaskHandle:
+        """Call a tool; ``options`` are :meth:`request`'s. With ``task=True`` the server may
+        run it as a task: a :class:`~mcpserve.TaskHandle` comes back instead of the result
+        (:mod:`.tasks`), already finished when the server answers at once."""
         params: JSONDict = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if task:
+            from .tasks import start  # loaded by the first call that takes a task
+
+            return await start(self, params, options)
         return await self.request("tools/call", params, **options)
 
     async def list_resources(self) -> list[JSONDict]:

@@ -56,6 +56,7 @@ def notification_filter(
     prompts_list_changed: bool = False,
     resources_list_changed: bool = False,
     resources: Sequence[str] = (),
+    task_ids: Sequence[str] = (),
 ) -> JSONDict:
     """The ``notifications`` filter of a ``subscriptions/listen`` request."""
     wanted: JSONDict = {}
@@ -66,6 +67,8 @@ def notification_filter(
             wanted[key] = True
     if resources:
         wanted["resourceSubscriptions"] = list(resources)
+    if task_ids:
+        wanted["taskIds"] = list(task_ids)
     return wanted
 
 
@@ -110,7 +113,13 @@ class Subscription:
             await self._open_legacy()
             return
         listen_id = next_id()
-        params: JSONDict = {"notifications": self.requested, "_meta": self._client.meta()}
+        capabilities = None
+        if "taskIds" in self.requested:  # the server hears of tasks only with the extension
+            from .tasks import declaring_tasks
+
+            capabilities = declaring_tasks(self._client.capabilities)
+        meta = self._client.meta(capabilities=capabilities)
+        params: JSONDict = {"notifications": self.requested, "_meta": meta}
         message = {"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
                    "params": params}  # fmt: skip
         self._client.router.subscriptions[listen_id] = self
