@@ -92,6 +92,16 @@ def blocks(document: Path) -> list[Block]:
     return found
 
 
+def python_source(document: Path) -> str:
+    """The document's plain Python blocks as one source, in order (not signature blocks nor
+    blocks that show a file of their own): for tests that use what a guide defines."""
+    return "".join(
+        block.code
+        for block in blocks(document)
+        if block.language == "python" and not block.options and block.file_name is None
+    )
+
+
 @dataclass(frozen=True)
 class Command:
     words: list[str]

@@ -246,9 +246,9 @@ def test_tools_seal_their_state_unless_told() -> None:
 
 def reference_example() -> Server:
     """docs/reference.md's example of a tool that signs its own state."""
-    from test_docs import DOCS, python_blocks
+    from markdown_blocks import ROOT, python_source
 
-    blocks = python_blocks(DOCS / "reference.md").split("\nimport hashlib\n")
+    blocks = python_source(ROOT / "docs" / "reference.md").split("\nimport hashlib\n")
     assert len(blocks) == 2, "the example starts with 'import hashlib'"
     namespace: dict[str, Any] = {"__name__": "reference_example"}
     exec(compile("import hashlib\n" + blocks[1], "reference.md", "exec"), namespace)

@@ -664,7 +664,7 @@ async def test_the_tasks_guide_runs_as_written(monkeypatch: pytest.MonkeyPatch) 
     """docs/tasks.md's Python blocks form a server whose tools work as the guide says (with
     the guide's long sleeps made instant). The guide's clients run it with asyncio.run, as a
     reader's script does: in a thread of its own here, since this test's loop is running."""
-    from test_docs import DOCS, python_blocks
+    from markdown_blocks import ROOT, python_source
 
     async def instant(seconds: float) -> None:
         await real_sleep(0)
@@ -672,7 +672,7 @@ async def test_the_tasks_guide_runs_as_written(monkeypatch: pytest.MonkeyPatch) 
     real_sleep = asyncio.sleep
     guide = types.ModuleType("tasks_guide")  # pydantic resolves the guide's models through it
     monkeypatch.setitem(sys.modules, "tasks_guide", guide)
-    code = compile(python_blocks(DOCS / "tasks.md"), "tasks.md", "exec")
+    code = compile(python_source(ROOT / "docs" / "tasks.md"), "tasks.md", "exec")
     await asyncio.to_thread(exec, code, vars(guide))
     namespace = vars(guide)
     monkeypatch.setattr(namespace["asyncio"], "sleep", instant)
