@@ -256,3 +256,67 @@ async def test_typed_dicts_dataclasses_and_annotated_fields_register_and_validat
     assert placed["structuredContent"] == {"title": "Dune x2 (2x3)", "pages": 100}
     assert refused["isError"] is True
     assert "copies" in refused["content"][0]["text"]
+
+
+# --------------------------------------------------------------------------- on the command line
+
+APP_WITH_A_PLAIN_CLASS = """
+from mcpserve import Server
+
+server = Server("shelf")
+
+
+class Shelf:
+    pass
+
+
+@server.tool
+def store(shelf: Shelf) -> str:
+    return "stored"
+"""
+
+APP_WITH_A_NESTED_FORM = """
+from pydantic import BaseModel
+
+from mcpserve import Elicit, Server
+
+server = Server("shelf")
+
+
+class Address(BaseModel):
+    street: str
+
+
+class Delivery(BaseModel):
+    address: Address
+
+
+ASK = Elicit("Where to?", Delivery)
+"""
+
+
+@pytest.mark.parametrize(
+    ("app", "said"),
+    [
+        (APP_WITH_A_PLAIN_CLASS, "Error: store(): parameter 'shelf' is annotated Shelf"),
+        (APP_WITH_A_NESTED_FORM, "Error: Delivery cannot be an elicitation form: field 'address'"),
+    ],
+    ids=["registration", "elicitation-form"],
+)
+def test_the_command_says_a_registration_error_in_one_line(
+    tmp_path: Any, app: str, said: str
+) -> None:
+    import subprocess
+    import sys
+
+    from wire_helpers import child_env
+
+    (tmp_path / "app.py").write_text(app)
+    done = subprocess.run([sys.executable, "-m", "mcpserve.cli", "inspect", "app.py"],
+                          cwd=tmp_path, env=child_env(), capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("Loading ")]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(said), lines[0]

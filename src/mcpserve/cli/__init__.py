@@ -42,14 +42,24 @@ __all__ = ["NEEDS_CLI", "NEEDS_HTTP", "load_server", "main", "require_uvicorn", 
 
 
 class Commands(click.Group):
-    """The command group: an optional dependency found missing while a command runs (the
-    user's server importing ``mcpserve.auth`` without PyJWT, say) is one line and exit
-    status 1, as any other error the command reports."""
+    """The command group. What mcpserve already explains in one line is said in that line,
+    with exit status 1, as any other error the command reports: an optional dependency
+    found missing while a command runs (the user's server importing ``mcpserve.auth``
+    without PyJWT, say), or a function of the user's server that cannot be registered as
+    written (a type with no JSON Schema, an elicitation form no client can fill). Anything
+    else in the user's code keeps its traceback: it is how they find the line."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MissingExtra as exc:
+            raise click.ClickException(str(exc)) from None
+        except TypeError as exc:
+            from ..server.annotation_errors import RegistrationError
+            from ..server.form_schema import FormSchemaError
+
+            if not isinstance(exc, RegistrationError | FormSchemaError):
+                raise
             raise click.ClickException(str(exc)) from None
 
 
