@@ -8,7 +8,6 @@ import base64
 import hashlib
 import importlib.util
 import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable
@@ -95,84 +94,6 @@ async def test_notes_demo_validates_arguments_before_touching_the_database(
         result = await client.call_tool("add_note", {"title": "", "body": "x"})
     assert result["isError"] is True
     assert "title" in result["content"][0]["text"]
-
-
-# --------------------------------------------------------------------------- missing extras
-
-# The console script, started with `blocked` unimportable, as on an install without the
-# extra that brings it: sys.argv[1] names the modules, the rest is the command line.
-WITHOUT_MODULES = """
-import sys
-
-blocked = set(sys.argv[1].split(","))
-
-
-class Blocker:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in blocked:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, Blocker())
-sys.argv = ["mcpserve", *sys.argv[2:]]
-from mcpserve.cli import main
-
-sys.exit(main())
-"""
-
-
-def mcpserve_without(modules: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", WITHOUT_MODULES, modules, *args],
-        cwd=str(ROOT),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-
-
-def test_the_command_without_click_names_the_cli_extra() -> None:
-    done = mcpserve_without("click", "run", "examples/notes.py")
-    assert done.returncode == 1
-    assert 'pip install "mcpserve[cli]"' in done.stderr
-    assert "Traceback" not in done.stderr
-    assert done.stdout == ""
-
-
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_serving_http_without_uvicorn_names_the_http_extra(workers: str) -> None:
-    done = mcpserve_without(
-        "uvicorn", "run", "examples/notes.py", "--http", "--port", "1", "--workers", workers
-    )
-    assert done.returncode == 1
-    assert 'pip install "mcpserve[http]"' in done.stderr
-    assert "Traceback" not in done.stderr
-
-
-def test_server_run_http_without_uvicorn_names_the_http_extra() -> None:
-    code = WITHOUT_MODULES.replace(
-        "from mcpserve.cli import main\n\nsys.exit(main())",
-        'from mcpserve import Server\n\nServer("x").run("http", port=1)',
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "uvicorn"],
-        cwd=str(ROOT),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 1
-    assert 'pip install "mcpserve[http]"' in done.stderr.splitlines()[-1]
-
-
-def test_the_blocker_blocks_only_what_it_names() -> None:
-    """The tests above prove something: with nothing blocked, the same entry runs."""
-    done = mcpserve_without("nothing", "--version")
-    assert done.returncode == 0, done.stderr
-    assert "version" in done.stdout
 
 
 @pytest.mark.parametrize("version", [None, "2025-11-25"], ids=["2026-07-28", "2025-11-25"])

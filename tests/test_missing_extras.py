@@ -196,6 +196,28 @@ def test_a_task_store_on_redis_without_redis_says_one_line(tmp_path: Path) -> No
     )
 
 
+def test_the_command_without_click_names_the_cli_extra() -> None:
+    done = run_without("click", COMMAND, "run", "examples/notes.py")
+    assert one_line(done) == (
+        "The mcpserve command needs click, which the cli extra installs: "
+        'pip install "mcpserve[cli]"'
+    )
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serving_http_without_uvicorn_names_the_http_extra(workers: str) -> None:
+    done = run_without(
+        "uvicorn", COMMAND, "run", "examples/notes.py", "--http", "--port", "1",
+        "--workers", workers,
+    )  # fmt: skip
+    line = one_line(done)
+    assert line.startswith("Error: ")
+    assert line.endswith(
+        'needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
+    )
+
+
 def test_reloading_over_stdio_without_watchfiles_says_one_line(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(SERVER)
     done = run_without("watchfiles", COMMAND, "run", "app.py", "--reload", cwd=tmp_path)
