@@ -183,8 +183,13 @@ def serve_http(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     # No log_config: uvicorn leaves logging alone, and its records reach pytest's capture.
-    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False,
-                            timeout_graceful_shutdown=max(1, round(timeout / 2)))  # fmt: skip
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=max(1, round(timeout / 2)),
+    )
     uv = uvicorn.Server(config)
     loop = asyncio.new_event_loop()  # the thread's, so the stop can reach into it
     failures: list[BaseException] = []
@@ -215,9 +220,12 @@ def serve_http(
 
 
 def _stop(
-    uv: Any, loop: asyncio.AbstractEventLoop, thread: threading.Thread, server: Server,
+    uv: Any,
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+    server: Server,
     timeout: float,
-) -> None:  # fmt: skip
+) -> None:
     if thread.is_alive():
         # An open listen stream never ends by itself: end them all first, as a signal does
         # when serving for real, so uvicorn's graceful shutdown need not wait them out.

@@ -303,8 +303,11 @@ class ResourceServer:
         if scope is None:
             self._current()
             scope = self._unauthorized_scope
-        parts = [f"error={_quoted(error)}", f"error_description={_quoted(description)}",
-                 f"resource_metadata={_quoted(self.metadata_url)}"]  # fmt: skip
+        parts = [
+            f"error={_quoted(error)}",
+            f"error_description={_quoted(description)}",
+            f"resource_metadata={_quoted(self.metadata_url)}",
+        ]
         if scope:
             parts.append(f"scope={_quoted(scope)}")
         return b"www-authenticate", ("Bearer " + ", ".join(parts)).encode()

@@ -103,14 +103,29 @@ class HTTPAccess:
 
 def access_options(fn: click.decorators.FC) -> click.decorators.FC:
     """The options of :class:`HTTPAccess`, for a command whose target may be a URL."""
-    fn = click.option("--client-secret", envvar="MCPSERVE_CLIENT_SECRET",
-                      help="The OAuth client's secret ($MCPSERVE_CLIENT_SECRET).")(fn)  # fmt: skip
-    fn = click.option("--client-id", envvar="MCPSERVE_CLIENT_ID",
-                      help="Get tokens as this OAuth client: with --client-secret, the client "
-                           "credentials grant; with --oauth, a pre-registered client "
-                           "(or $MCPSERVE_CLIENT_ID).")(fn)  # fmt: skip
-    fn = click.option("--oauth", is_flag=True,
-                      help="Log in through the browser when the server asks (OAuth); the "
-                           "tokens are kept for the next command.")(fn)  # fmt: skip
-    return click.option("--header", "-H", "headers", multiple=True, metavar="'NAME: VALUE'",
-                        help="Send this HTTP header to a URL target (repeatable).")(fn)  # fmt: skip
+    fn = click.option(
+        "--client-secret",
+        envvar="MCPSERVE_CLIENT_SECRET",
+        help="The OAuth client's secret ($MCPSERVE_CLIENT_SECRET).",
+    )(fn)
+    fn = click.option(
+        "--client-id",
+        envvar="MCPSERVE_CLIENT_ID",
+        help="Get tokens as this OAuth client: with --client-secret, the client "
+        "credentials grant; with --oauth, a pre-registered client "
+        "(or $MCPSERVE_CLIENT_ID).",
+    )(fn)
+    fn = click.option(
+        "--oauth",
+        is_flag=True,
+        help="Log in through the browser when the server asks (OAuth); the "
+        "tokens are kept for the next command.",
+    )(fn)
+    return click.option(
+        "--header",
+        "-H",
+        "headers",
+        multiple=True,
+        metavar="'NAME: VALUE'",
+        help="Send this HTTP header to a URL target (repeatable).",
+    )(fn)

@@ -73,8 +73,9 @@ def tool_arguments(
     sent: dict[str, Any] = {}
     for key, raw in pairs.items():
         described = _extra_schema(key, schema)
-        sent[key] = _guess(raw) if described is _ANYTHING else _read(key, raw, described,
-                                                                     definitions)  # fmt: skip
+        sent[key] = (
+            _guess(raw) if described is _ANYTHING else _read(key, raw, described, definitions)
+        )
     return sent
 
 

@@ -11,8 +11,13 @@ from .targets import load_server
 @click.command()
 @click.argument("target")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
-@click.option("--port", default=8000, show_default=True, type=int,
-              help="Port of the page and the endpoint (0: any free port).")  # fmt: skip
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=int,
+    help="Port of the page and the endpoint (0: any free port).",
+)
 @click.option("--path", default="/mcp", show_default=True, help="MCP endpoint path.")
 def dev(target: str, host: str, port: int, path: str) -> None:
     """Serve TARGET with a browser dev page at / and the MCP endpoint at --path."""

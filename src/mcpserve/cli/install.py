@@ -87,25 +87,42 @@ class App:
 
 APPS: dict[str, App] = {
     "claude-desktop": App(
-        "Claude Desktop", "mcpServers", claude_desktop_config, None, None, None,
+        label="Claude Desktop",
+        section="mcpServers",
+        user_file=claude_desktop_config,
+        project_file=None,
+        stdio_type=None,
+        http_entry=None,
         then="Restart Claude Desktop to load it.",
     ),
     "claude-code": App(
-        "Claude Code", "mcpServers", None, ".mcp.json", None,
-        lambda url: {"type": "http", "url": url},
+        label="Claude Code",
+        section="mcpServers",
+        user_file=None,
+        project_file=".mcp.json",
+        stdio_type=None,
+        http_entry=lambda url: {"type": "http", "url": url},
         then="Claude Code asks you to approve it the next time it starts in this directory.",
     ),
     "cursor": App(
-        "Cursor", "mcpServers", lambda: Path.home() / ".cursor" / "mcp.json",
-        ".cursor/mcp.json", None, lambda url: {"url": url},
+        label="Cursor",
+        section="mcpServers",
+        user_file=lambda: Path.home() / ".cursor" / "mcp.json",
+        project_file=".cursor/mcp.json",
+        stdio_type=None,
+        http_entry=lambda url: {"url": url},
         then="Cursor lists it under Settings > MCP.",
     ),
     "vscode": App(
-        "VS Code", "servers", None, ".vscode/mcp.json", "stdio",
-        lambda url: {"type": "http", "url": url},
+        label="VS Code",
+        section="servers",
+        user_file=None,
+        project_file=".vscode/mcp.json",
+        stdio_type="stdio",
+        http_entry=lambda url: {"type": "http", "url": url},
         then="VS Code lists it among its MCP servers, ready to start.",
     ),
-}  # fmt: skip
+}
 
 
 class ConfigError(click.ClickException):
@@ -128,8 +145,9 @@ def read_config(path: Path, section: str) -> tuple[str | None, dict[str, Any]]:
             "trailing commas are not JSON), or move it aside and run this again"
         ) from None
     if not isinstance(document, dict):
-        raise ConfigError(f"{path} holds a JSON {type(document).__name__}, not an object; "
-                          "it was left as it is")  # fmt: skip
+        raise ConfigError(
+            f"{path} holds a JSON {type(document).__name__}, not an object; it was left as it is"
+        )
     servers = document.get(section, {})
     if not isinstance(servers, dict):
         raise ConfigError(f'"{section}" in {path} is not an object; fix it by hand first')
@@ -186,15 +204,31 @@ def default_name(target: str) -> str:
 @click.argument("client", type=click.Choice(list(APPS)), metavar="CLIENT")
 @click.argument("target")
 @click.option("--name", help="The server's name in the config (default: the file's name).")
-@click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
-              help="An environment variable for the server (repeatable).")  # fmt: skip
-@click.option("--env-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Environment variables for the server, KEY=VALUE lines.")  # fmt: skip
-@click.option("--http", "url", metavar="URL",
-              help="Point the client at this running HTTP server, not a process.")  # fmt: skip
+@click.option(
+    "--env",
+    "env_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An environment variable for the server (repeatable).",
+)
+@click.option(
+    "--env-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Environment variables for the server, KEY=VALUE lines.",
+)
+@click.option(
+    "--http",
+    "url",
+    metavar="URL",
+    help="Point the client at this running HTTP server, not a process.",
+)
 @click.option("--project", is_flag=True, help="Cursor: the project's .cursor/mcp.json.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The config file to edit, instead of the application's usual one.")  # fmt: skip
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The config file to edit, instead of the application's usual one.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def install(
     client: str,
@@ -229,8 +263,10 @@ def install(
                 "server in its Settings > Connectors, or install without --http"
             )
         if env:
-            raise Mistake("--env and --env-file are for servers the client starts; "
-                                   "an HTTP server has its own environment")  # fmt: skip
+            raise Mistake(
+                "--env and --env-file are for servers the client starts; "
+                "an HTTP server has its own environment"
+            )
         entry = app.http_entry(url)
     else:
         target_file(target)  # the file must be there: the entry names it

@@ -128,10 +128,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
     cells = [[headers[i] for i in keep], *[[row[i] for i in keep] for row in rows]]
     widths = [max(len(line[i]) for line in cells) for i in range(len(keep))]
     return "\n".join(
-        indent + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True))
-        .rstrip()
+        indent
+        + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in cells
-    )  # fmt: skip
+    )
 
 
 def first_line(text: Any) -> str:
@@ -206,25 +206,43 @@ def inspection_text(found: dict[str, Any]) -> str:
     extensions = (found.get("capabilities") or {}).get("extensions") or {}
     marked = any(is_task_tool(tool) for tool in found.get("tools") or ())
     if TASKS_EXTENSION in extensions and not marked:
-        heading += ("\nTasks: some calls may run as tasks (io.modelcontextprotocol/tasks); "
-                    "its tool list does not say which")  # fmt: skip
+        heading += (
+            "\nTasks: some calls may run as tasks (io.modelcontextprotocol/tasks); "
+            "its tool list does not say which"
+        )
     sections = [heading]
     if "tools" in found:
         tools = found["tools"]
         body = "\n\n".join(tool_block(tool) for tool in tools) if tools else "  none"
         sections.append(f"Tools ({len(tools)})\n{body}")
     if "resources" in found:
-        rows = [[r.get("uri", ""), r.get("name", ""), r.get("mimeType", ""),
-                 first_line(r.get("description"))] for r in found["resources"]]  # fmt: skip
+        rows = [
+            [
+                r.get("uri", ""),
+                r.get("name", ""),
+                r.get("mimeType", ""),
+                first_line(r.get("description")),
+            ]
+            for r in found["resources"]
+        ]
         sections.append(_section("Resources", ["URI", "NAME", "MIME TYPE", "DESCRIPTION"], rows))
     if "resourceTemplates" in found:
-        rows = [[t.get("uriTemplate", ""), t.get("name", ""), t.get("mimeType", ""),
-                 first_line(t.get("description"))] for t in found["resourceTemplates"]]  # fmt: skip
+        rows = [
+            [
+                t.get("uriTemplate", ""),
+                t.get("name", ""),
+                t.get("mimeType", ""),
+                first_line(t.get("description")),
+            ]
+            for t in found["resourceTemplates"]
+        ]
         headers = ["URI TEMPLATE", "NAME", "MIME TYPE", "DESCRIPTION"]
         sections.append(_section("Resource templates", headers, rows))
     if "prompts" in found:
-        rows = [[p["name"], _prompt_arguments(p), first_line(p.get("description"))]
-                for p in found["prompts"]]  # fmt: skip
+        rows = [
+            [p["name"], _prompt_arguments(p), first_line(p.get("description"))]
+            for p in found["prompts"]
+        ]
         sections.append(_section("Prompts", ["NAME", "ARGUMENTS", "DESCRIPTION"], rows))
     return "\n\n".join(section for section in sections if section)
 

@@ -51,8 +51,11 @@ def _config_upstreams(path: Path) -> dict[str, Any]:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise Mistake(f"{path}: not a readable JSON file ({exc})") from None
-    servers = document.get("mcpServers", document.get("upstreams")) if isinstance(
-        document, dict) else None  # fmt: skip
+    servers = (
+        document.get("mcpServers", document.get("upstreams"))
+        if isinstance(document, dict)
+        else None
+    )
     if not isinstance(servers, dict) or not servers:
         raise Mistake(f'{path}: expected {{"mcpServers": {{"name": {{...}}}}}}')
     try:
@@ -105,9 +108,13 @@ def _config_upstreams(path: Path) -> dict[str, Any]:
     help="Speak this version to the upstream instead of negotiating.",
 )
 @click.option("--access-log", is_flag=True, help="HTTP: log every request.")
-@click.option("--shutdown-grace", default=DEFAULT_SHUTDOWN_GRACE, show_default=True,
-              type=click.FloatRange(0),
-              help="stdio: seconds requests in flight get when stdin closes.")  # fmt: skip
+@click.option(
+    "--shutdown-grace",
+    default=DEFAULT_SHUTDOWN_GRACE,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="stdio: seconds requests in flight get when stdin closes.",
+)
 def proxy(
     upstream: tuple[str, ...],
     named: tuple[str, ...],
@@ -132,8 +139,15 @@ def proxy(
     if use_http:
         require_uvicorn()
     read_env_file(env_file)
-    server = _build(upstream, named, config, name=name, headers=_pairs(headers, ":", "Header"),
-                    env=_pairs(env, "=", "--env"), protocol_version=protocol_version)  # fmt: skip
+    server = _build(
+        upstream,
+        named,
+        config,
+        name=name,
+        headers=_pairs(headers, ":", "Header"),
+        env=_pairs(env, "=", "--env"),
+        protocol_version=protocol_version,
+    )
     from ..proxy import UpstreamUnavailable
 
     try:
@@ -167,8 +181,13 @@ def _build(
     if upstream:
         target: Any = upstream[0] if len(upstream) == 1 else list(upstream)
         try:
-            return proxy_server(target, name=name or "proxy", headers=headers or None,
-                                env=env or None, protocol_version=protocol_version)  # fmt: skip
+            return proxy_server(
+                target,
+                name=name or "proxy",
+                headers=headers or None,
+                env=env or None,
+                protocol_version=protocol_version,
+            )
         except ValueError as exc:
             raise Mistake(str(exc)) from None
     members: dict[str, Any] = _config_upstreams(config) if config is not None else {}
@@ -176,13 +195,16 @@ def _build(
         if member in members:
             raise Mistake(f"--upstream {member!r} is given twice (in --config too)")
         try:
-            members[member] = Upstream(target, headers=headers or None, env=env or None,
-                                       protocol_version=protocol_version)  # fmt: skip
+            members[member] = Upstream(
+                target, headers=headers or None, env=env or None, protocol_version=protocol_version
+            )
         except ValueError as exc:
             raise Mistake(f"Upstream {member!r}: {exc}") from None
     if not members:
-        raise Mistake("Give an UPSTREAM (a URL, or a command after --), or "
-                               "--upstream NAME=TARGET, or --config FILE")  # fmt: skip
+        raise Mistake(
+            "Give an UPSTREAM (a URL, or a command after --), or "
+            "--upstream NAME=TARGET, or --config FILE"
+        )
     try:
         return gateway_server(members, name=name or "gateway")
     except ValueError as exc:  # a NAME that cannot be a namespace

@@ -116,8 +116,14 @@ def run(
         require_uvicorn()  # before the target is imported: say what is missing first
     read_env_file(env_file)
     if reload:
-        serve_reloading(target, host=host, port=port, path=path, access_log=access_log,
-                        proxy_headers=proxy_headers)  # fmt: skip
+        serve_reloading(
+            target,
+            host=host,
+            port=port,
+            path=path,
+            access_log=access_log,
+            proxy_headers=proxy_headers,
+        )
         return
     server = load_server(target)
     if not use_http:
@@ -125,8 +131,14 @@ def run(
         return
     if workers == 1:
         with start_failures_said():
-            server.run("http", host=host, port=port, path=path, access_log=access_log,
-                       proxy_headers=proxy_headers)  # fmt: skip
+            server.run(
+                "http",
+                host=host,
+                port=port,
+                path=path,
+                access_log=access_log,
+                proxy_headers=proxy_headers,
+            )
         return
     from ..transports.serve import check_port, require_shared_state
 
@@ -139,9 +151,18 @@ def run(
     with start_failures_said():
         check_port(host, port)
     os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
-    uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
-                workers=workers, lifespan="on", loop="auto", http="auto",
-                access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
+    uvicorn.run(
+        "mcpserve.cli.serve:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        lifespan="on",
+        loop="auto",
+        http="auto",
+        access_log=access_log,
+        proxy_headers=proxy_headers,
+    )
 
 
 @contextlib.contextmanager
@@ -177,13 +198,23 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
     watched = (file.resolve().parent if file is not None else Path.cwd()).resolve()
     with start_failures_said():
         check_port(host, port)
-    say(f"Serving {display_name(target)} at http://{host}:{port}{path}, restarting when "
-        f"a .py file in {watched} changes")  # fmt: skip
-    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host,
-                       _ENV_SOLE: "1"})  # fmt: skip
-    uvicorn.run("mcpserve.cli.serve:worker_app", factory=True, host=host, port=port,
-                reload=True, reload_dirs=[str(watched)], lifespan="on", loop="auto",
-                http="auto", **options)  # fmt: skip
+    say(
+        f"Serving {display_name(target)} at http://{host}:{port}{path}, restarting when "
+        f"a .py file in {watched} changes"
+    )
+    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host, _ENV_SOLE: "1"})
+    uvicorn.run(
+        "mcpserve.cli.serve:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        reload=True,
+        reload_dirs=[str(watched)],
+        lifespan="on",
+        loop="auto",
+        http="auto",
+        **options,
+    )
 
 
 def serve_stdio_reloading(target: str) -> None:
@@ -194,8 +225,10 @@ def serve_stdio_reloading(target: str) -> None:
 
     file = target_file(target)
     watched = (file.resolve().parent if file is not None else Path.cwd()).resolve()
-    say(f"Serving {display_name(target)} over stdio, restarting it when a .py file in "
-        f"{watched} changes")  # fmt: skip
+    say(
+        f"Serving {display_name(target)} over stdio, restarting it when a .py file in "
+        f"{watched} changes"
+    )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(relay_stdio(target, watched))
 

@@ -59,9 +59,11 @@ class Relay:
 
     async def start(self, *, replay: bool = False) -> None:
         self.child = await asyncio.create_subprocess_exec(
-            *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
-        )  # fmt: skip
+        )
         self.pumping = asyncio.create_task(self._pump(self.child))
         if replay and self.initialize is not None:
             await self._send({**self.initialize, "id": _REPLAYED})
@@ -72,8 +74,9 @@ class Relay:
         async with self.lock:
             await self.stop()
             for raw_id in list(self.in_flight.values()):
-                self._refuse(raw_id, "The server restarted (its source changed); send the "
-                                     "request again")  # fmt: skip
+                self._refuse(
+                    raw_id, "The server restarted (its source changed); send the request again"
+                )
             self.in_flight.clear()
             await self.start(replay=True)
 
@@ -117,8 +120,9 @@ class Relay:
             child = self.child
             if child is None or child.returncode is not None or child.stdin is None:
                 if is_request:  # never leave the client waiting on a server that is not there
-                    self._refuse(request_id, _not_running(None if child is None
-                                                          else child.returncode))  # fmt: skip
+                    self._refuse(
+                        request_id, _not_running(None if child is None else child.returncode)
+                    )
                 return
             if is_request:
                 self.in_flight[_key(request_id)] = request_id
@@ -188,8 +192,10 @@ async def relay_stdio(target: str, watched: Path) -> None:
     watching = asyncio.create_task(watch())
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024, loop=loop)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(
-        os.dup(sys.stdin.fileno()), "rb", buffering=0))  # fmt: skip
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader),
+        os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0),
+    )
     try:
         while line := await reader.readline():
             await relay.from_client(line)

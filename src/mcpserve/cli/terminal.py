@@ -137,9 +137,14 @@ def ask_field(name: str, field: dict[str, Any], required: bool) -> Any:
         return click.prompt(label, type=kind, err=True, show_choices=False)
     # Optional: an empty answer means "leave it out", so the prompt takes text and the
     # type converts only what was typed.
-    return click.prompt(label, type=_Optional(kind), err=True, show_choices=False,
-                        default="" if default is None else default,
-                        show_default=default is not None)  # fmt: skip
+    return click.prompt(
+        label,
+        type=_Optional(kind),
+        err=True,
+        show_choices=False,
+        default="" if default is None else default,
+        show_default=default is not None,
+    )
 
 
 def _choices(field: dict[str, Any]) -> dict[str, Any] | None:

@@ -49,13 +49,22 @@ def client_options(fn: F) -> F:
     from ..protocol.constants import LOG_LEVELS
 
     fn = click.option("--json", "as_json", is_flag=True, help="Print the raw JSON result.")(fn)
-    fn = click.option("--log-level", type=click.Choice(LOG_LEVELS),
-                      help="Show the server's log messages of this level and above "
-                           "(on stderr).")(fn)  # fmt: skip
-    fn = click.option("--stdio", "over_stdio", is_flag=True,
-                      help="Start TARGET as a subprocess; talk to it over stdio.")(fn)  # fmt: skip
-    fn = click.option("--env-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                      help="Read KEY=VALUE lines into the environment first.")(fn)  # fmt: skip
+    fn = click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS),
+        help="Show the server's log messages of this level and above (on stderr).",
+    )(fn)
+    fn = click.option(
+        "--stdio",
+        "over_stdio",
+        is_flag=True,
+        help="Start TARGET as a subprocess; talk to it over stdio.",
+    )(fn)
+    fn = click.option(
+        "--env-file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Read KEY=VALUE lines into the environment first.",
+    )(fn)
     fn = access_options(fn)
     return click.argument("target")(fn)
 
@@ -91,8 +100,10 @@ async def _check_logging(client: Client, target: str) -> None:
     if not client.server_capabilities:  # over HTTP, connecting found them out already
         client.discovered(await client.discover())
     if "logging" not in client.server_capabilities:
-        terminal.say(f"{display_name(target)} sends no log messages (it declares no logging "
-                     "capability: Server(client_logging=True) turns them on)")  # fmt: skip
+        terminal.say(
+            f"{display_name(target)} sends no log messages (it declares no logging "
+            "capability: Server(client_logging=True) turns them on)"
+        )
 
 
 @contextlib.asynccontextmanager
@@ -205,8 +216,10 @@ async def listed(
         return entries
 
     def before(scopes: tuple[str, ...]) -> None:
-        terminal.say(f"No {kind} {name!r} is listed for this token: authorizing again for "
-                     f"scope {' '.join(scopes)}...")  # fmt: skip
+        terminal.say(
+            f"No {kind} {name!r} is listed for this token: authorizing again for "
+            f"scope {' '.join(scopes)}..."
+        )
 
     if await step_up(before):
         entries = {entry["name"]: entry for entry in await listing()}
@@ -233,8 +246,10 @@ async def inspect(
     async with connect(target, over_stdio, access, log_level) as client:
         discovered = await client.discover()
         client.discovered(discovered)
-        found: dict[str, Any] = {"server": client.server_info,
-                                 "capabilities": client.server_capabilities}  # fmt: skip
+        found: dict[str, Any] = {
+            "server": client.server_info,
+            "capabilities": client.server_capabilities,
+        }
         offered = client.server_capabilities
         if "tools" in offered:
             found["tools"] = await client.list_tools()
@@ -295,9 +310,11 @@ async def call(
         tools = await listed(client, "tool", tool, client.list_tools)
         if tool not in tools:
             names = ", ".join(tools) or "none"
-            raise Mistake(f"{display_name(target)} has no tool {tool!r} (its "
-                                   f"tools: {names}); see them with: mcpserve inspect "
-                                   f"{target}")  # fmt: skip
+            raise Mistake(
+                f"{display_name(target)} has no tool {tool!r} (its "
+                f"tools: {names}); see them with: mcpserve inspect "
+                f"{target}"
+            )
         sent = tool_arguments(arguments, tools[tool].get("inputSchema") or {}, f"Tool {tool!r}")
         terminal.say(f"Calling {tool}...")
         result = await client.call_tool(tool, sent, on_progress=_progress)
@@ -360,9 +377,11 @@ async def prompt(
         prompts = await listed(client, "prompt", name, client.list_prompts)
         if name not in prompts:
             names = ", ".join(prompts) or "none"
-            raise Mistake(f"{display_name(target)} has no prompt {name!r} (its "
-                                   f"prompts: {names}); see them with: mcpserve inspect "
-                                   f"{target}")  # fmt: skip
+            raise Mistake(
+                f"{display_name(target)} has no prompt {name!r} (its "
+                f"prompts: {names}); see them with: mcpserve inspect "
+                f"{target}"
+            )
         sent = prompt_arguments(arguments, prompts[name].get("arguments") or [], f"Prompt {name!r}")
         result = await client.get_prompt(name, sent)
     if as_json:

@@ -203,8 +203,9 @@ class Client:
         sends ``initialize``); ``negotiate=True`` settles the era as over HTTP:
         ``server/discover`` first, ``initialize`` when the server predates 2026-07-28."""
         negotiate = negotiate or options.get("protocol_version") in c.LEGACY_VERSIONS
-        connection = StdioConnection(command, env=env, cwd=cwd, on_notification=None,
-                                     negotiate=negotiate)  # fmt: skip
+        connection = StdioConnection(
+            command, env=env, cwd=cwd, on_notification=None, negotiate=negotiate
+        )
         client = cls(connection, on_notification=on_notification, **options)
         # Shaped by the client (it owns the threads a blocking handler runs in), so the
         # connection gets it only now.
@@ -289,8 +290,9 @@ class Client:
             progress_token = self.router.track_progress(on_progress, progress_token)
         limit = self.timeout if timeout is None else timeout
         full_params = dict(params or {})
-        if meta := self.meta(capabilities=capabilities, progress_token=progress_token,
-                             log_level=log_level):  # fmt: skip
+        if meta := self.meta(
+            capabilities=capabilities, progress_token=progress_token, log_level=log_level
+        ):
             full_params["_meta"] = meta
         try:
             result = await self._send(method, full_params, limit)
@@ -355,8 +357,11 @@ class Client:
     async def discover(self) -> JSONDict:
         """``server/discover``; in the handshake era, the ``initialize`` result instead."""
         if self.legacy:
-            return {"supportedVersions": [self.protocol_version], "serverInfo": self.server_info,
-                    "capabilities": self.server_capabilities}  # fmt: skip
+            return {
+                "supportedVersions": [self.protocol_version],
+                "serverInfo": self.server_info,
+                "capabilities": self.server_capabilities,
+            }
         result = await self.request("server/discover")
         record(self, result)
         return result
@@ -373,10 +378,13 @@ class Client:
         """A ``subscriptions/listen`` stream: ``async with`` it and ``async for`` its
         notifications (:mod:`.listen`). ``task_ids`` asks for ``notifications/tasks`` about
         those tasks, declaring the tasks extension as their calls did."""
-        wanted = notification_filter(tools_list_changed=tools_list_changed,
-                                     prompts_list_changed=prompts_list_changed,
-                                     resources_list_changed=resources_list_changed,
-                                     resources=resources, task_ids=task_ids)  # fmt: skip
+        wanted = notification_filter(
+            tools_list_changed=tools_list_changed,
+            prompts_list_changed=prompts_list_changed,
+            resources_list_changed=resources_list_changed,
+            resources=resources,
+            task_ids=task_ids,
+        )
         return Subscription(self, wanted)
 
     async def _list_all(self, method: str, key: str) -> list[JSONDict]:

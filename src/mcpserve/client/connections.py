@@ -155,8 +155,7 @@ class StdioConnection:
                 try:
                     message = loads(line, exact_integers=False)
                 except ParseError:  # not JSON (a server printing to stdout): not a message
-                    logger.warning("Ignoring a line from the server that is not JSON: %.200r",
-                                   line)  # fmt: skip
+                    logger.warning("Ignoring a line from the server that is not JSON: %.200r", line)
                     continue
                 if not isinstance(message, dict):
                     continue

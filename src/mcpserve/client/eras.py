@@ -104,8 +104,10 @@ async def handshake(client: Client, version: str) -> None:
     result = await client.send_raw("initialize", params)
     agreed = result.get("protocolVersion")
     if agreed not in c.LEGACY_VERSIONS:
-        raise MCPError(f"The server chose protocol version {agreed!r}, which this client "
-                       f"does not speak (it speaks {', '.join(c.LEGACY_VERSIONS)})")  # fmt: skip
+        raise MCPError(
+            f"The server chose protocol version {agreed!r}, which this client "
+            f"does not speak (it speaks {', '.join(c.LEGACY_VERSIONS)})"
+        )
     client.protocol_version = agreed
     client.legacy = True
     connection = client.connection

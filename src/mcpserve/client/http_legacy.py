@@ -91,8 +91,10 @@ class Session:
             last_id, retry = None, None
             async with self.connection.post(message) as response:
                 if response.status_code == 404 and self.connection.session_id is not None:
-                    raise SessionExpired(f"the server no longer knows the session "
-                                         f"({message.get('method')} answered 404)")  # fmt: skip
+                    raise SessionExpired(
+                        f"the server no longer knows the session "
+                        f"({message.get('method')} answered 404)"
+                    )
                 if is_stream(response):
                     last_id, retry, _ = await self._read(response, until=answer)
                 elif not answer.done():

@@ -60,9 +60,11 @@ def notification_filter(
 ) -> JSONDict:
     """The ``notifications`` filter of a ``subscriptions/listen`` request."""
     wanted: JSONDict = {}
-    for key, asked in (("toolsListChanged", tools_list_changed),
-                       ("promptsListChanged", prompts_list_changed),
-                       ("resourcesListChanged", resources_list_changed)):  # fmt: skip
+    for key, asked in (
+        ("toolsListChanged", tools_list_changed),
+        ("promptsListChanged", prompts_list_changed),
+        ("resourcesListChanged", resources_list_changed),
+    ):
         if asked:
             wanted[key] = True
     if resources:
@@ -120,8 +122,12 @@ class Subscription:
             capabilities = declaring_tasks(self._client.capabilities)
         meta = self._client.meta(capabilities=capabilities)
         params: JSONDict = {"notifications": self.requested, "_meta": meta}
-        message = {"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
-                   "params": params}  # fmt: skip
+        message = {
+            "jsonrpc": "2.0",
+            "id": listen_id,
+            "method": "subscriptions/listen",
+            "params": params,
+        }
         self._client.router.subscriptions[listen_id] = self
         self._task = asyncio.create_task(self._run(message))
         first = await self._queue.get()
@@ -141,8 +147,9 @@ class Subscription:
             response = await self._client.connection.request(message)
             error = response.get("error")
             if isinstance(error, dict):
-                self._failure = MCPError(error.get("message", ""), code=error.get("code"),
-                                         data=error.get("data"))  # fmt: skip
+                self._failure = MCPError(
+                    error.get("message", ""), code=error.get("code"), data=error.get("data")
+                )
             else:
                 self.result = response.get("result")
         except Exception as exc:  # the connection broke: iteration raises it
@@ -194,8 +201,7 @@ class Subscription:
         """Whether a handshake-era notification is one this subscription asked for."""
         method = message.get("method")
         honoured = self.acknowledged or {}
-        if any(method == name and honoured.get(key)
-               for key, (name, _) in _LIST_CHANGES.items()):  # fmt: skip
+        if any(method == name and honoured.get(key) for key, (name, _) in _LIST_CHANGES.items()):
             return True
         if method != "notifications/resources/updated":
             return False

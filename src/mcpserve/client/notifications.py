@@ -65,8 +65,9 @@ class Router:
         if method == "notifications/progress":
             on_progress = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
             if on_progress is not None:
-                await on_progress(params.get("progress"), params.get("total"),
-                                  params.get("message"))  # fmt: skip
+                await on_progress(
+                    params.get("progress"), params.get("total"), params.get("message")
+                )
         elif method == "notifications/message" and self._on_log is not None:
             await self._on_log(params.get("level"), params.get("data"), params.get("logger"))
         meta = params.get("_meta")

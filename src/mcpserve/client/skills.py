@@ -97,8 +97,9 @@ async def load_skill(client: Client, entry: JSONDict) -> LoadedSkill:
     listed = entry["frontmatter"]
     differing = sorted(key for key in {*found, *listed} if found.get(key) != listed.get(key))
     if differing:
-        raise SkillVerificationError(f"{uri}: its frontmatter differs from the entry's in "
-                                     f"{', '.join(differing[:10])}")  # fmt: skip
+        raise SkillVerificationError(
+            f"{uri}: its frontmatter differs from the entry's in {', '.join(differing[:10])}"
+        )
     return LoadedSkill(client, entry, text)
 
 

@@ -116,8 +116,10 @@ async def start(client: Client, params: JSONDict, options: dict[str, Any]) -> Ta
         return FinishedCall(result)
     if kind == "input_required":
         raise _unanswered(client, result)
-    raise MCPError(f"The server answered tools/call {params['name']} with resultType {kind!r}, "
-                   "which this client does not know")  # fmt: skip
+    raise MCPError(
+        f"The server answered tools/call {params['name']} with resultType {kind!r}, "
+        "which this client does not know"
+    )
 
 
 def declaring_tasks(capabilities: JSONDict) -> JSONDict:
@@ -130,14 +132,21 @@ def declaring_tasks(capabilities: JSONDict) -> JSONDict:
 def _unanswered(client: Client, result: JSONDict) -> MCPError:
     """Why a call that asked for input before its task started went no further."""
     if client.handlers.answers_input:
-        return MCPError(f"The server still asked for input after {client.max_input_rounds} "
-                        "rounds, so the task did not start")  # fmt: skip
+        return MCPError(
+            f"The server still asked for input after {client.max_input_rounds} "
+            "rounds, so the task did not start"
+        )
     requests = result.get("inputRequests")
-    methods = sorted({str(r.get("method")) for r in requests.values() if isinstance(r, dict)}
-                     if isinstance(requests, dict) else ())  # fmt: skip
-    return MethodNotFound(f"The server asks {', '.join(methods) or 'for input'} before it starts "
-                          "the task, and this client has no handler to answer: give the Client "
-                          "on_elicit, on_sample, on_list_roots or on_input")  # fmt: skip
+    methods = sorted(
+        {str(r.get("method")) for r in requests.values() if isinstance(r, dict)}
+        if isinstance(requests, dict)
+        else ()
+    )
+    return MethodNotFound(
+        f"The server asks {', '.join(methods) or 'for input'} before it starts "
+        "the task, and this client has no handler to answer: give the Client "
+        "on_elicit, on_sample, on_list_roots or on_input"
+    )
 
 
 def _interval(value: Any, default: float = DEFAULT_POLL) -> float:
@@ -242,8 +251,11 @@ class ExtensionTask(TaskHandle):
             except StopAsyncIteration:
                 return None
             params = note.get("params")
-            if (note.get("method") == "notifications/tasks" and isinstance(params, dict)
-                    and params.get("taskId") == self.task_id):  # fmt: skip
+            if (
+                note.get("method") == "notifications/tasks"
+                and isinstance(params, dict)
+                and params.get("taskId") == self.task_id
+            ):
                 self._interval = _interval(params.get("pollIntervalMs"), self._interval)
                 task = {key: value for key, value in params.items() if key != "_meta"}
                 if task.get("status") in TERMINAL:
@@ -253,11 +265,17 @@ class ExtensionTask(TaskHandle):
     async def _answer(self, task: JSONDict) -> None:
         """Answer the task's open questions with the client's handlers, if it has any."""
         questions = task.get("inputRequests")
-        if (task.get("status") != "input_required" or not isinstance(questions, dict)
-                or not self._client.handlers.answers_input):  # fmt: skip
+        if (
+            task.get("status") != "input_required"
+            or not isinstance(questions, dict)
+            or not self._client.handlers.answers_input
+        ):
             return
-        open_ = {key: q for key, q in questions.items()
-                 if key not in self._answered and isinstance(q, dict)}  # fmt: skip
+        open_ = {
+            key: q
+            for key, q in questions.items()
+            if key not in self._answered and isinstance(q, dict)
+        }
         if open_:
             await self.update(await self._client.handlers.answer(open_))
 
@@ -273,9 +291,11 @@ class ExtensionTask(TaskHandle):
             error = error if isinstance(error, dict) else {}
             code = error.get("code")
             message = _text(error.get("message")) or _text(task.get("statusMessage"))
-            raise MCPError(message or f"Task {self.task_id} failed",
-                           code=code if type(code) is int else None,
-                           data=error.get("data"))  # fmt: skip
+            raise MCPError(
+                message or f"Task {self.task_id} failed",
+                code=code if type(code) is int else None,
+                data=error.get("data"),
+            )
         raise TaskCancelled(self.task_id, _text(task.get("statusMessage")))
 
 

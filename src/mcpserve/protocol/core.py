@@ -106,8 +106,21 @@ class Request:
 
     # A plain class, not a dataclass: generating dataclass methods at import costs a
     # noticeable share of a stdio server's cold start (~0.3 ms per class on Python 3.11).
-    __slots__ = ("ask", "auth", "handler", "http", "http_status", "id", "inline", "meta",
-                 "method", "params", "send", "session", "target")  # fmt: skip
+    __slots__ = (
+        "ask",
+        "auth",
+        "handler",
+        "http",
+        "http_status",
+        "id",
+        "inline",
+        "meta",
+        "method",
+        "params",
+        "send",
+        "session",
+        "target",
+    )
 
     def __init__(
         self,
@@ -273,8 +286,9 @@ class Dispatcher(Generic[C]):
             if needed and not needed <= auth.scopes:
                 raise InsufficientScope(needed, needed - auth.scopes)
         # Positional: this runs once per request, and keyword arguments cost more.
-        request = Request(message["id"], method, params, meta, send, auth, handler, target,
-                          session, ask, http)  # fmt: skip
+        request = Request(
+            message["id"], method, params, meta, send, auth, handler, target, session, ask, http
+        )
         if checks is not None:
             checks.target(request)
         if handler.call_inline is not None:
@@ -405,8 +419,11 @@ class Dispatcher(Generic[C]):
                 meta = read_meta(params)
             except InvalidMeta:  # notifications need not carry the full _meta
                 meta = RequestMeta(c.LATEST_VERSION, {})
-        request = Request(None, method, params, meta, None, auth, handler, None, session,  # type: ignore[arg-type]
-                          None, http)  # fmt: skip
+        # A notification has no id: None stands in for one, read by nothing.
+        no_id: RequestId = None  # type: ignore[assignment]
+        request = Request(
+            no_id, method, params, meta, None, auth, handler, None, session, None, http
+        )
         try:
             await handler.call(self._context(request))
         except MCPError as exc:  # e.g. a middleware refusing it: there is no one to tell

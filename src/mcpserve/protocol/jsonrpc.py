@@ -144,8 +144,13 @@ def encode(value: Any, *, sort_keys: bool = False) -> bytes:
         pass
     try:
         with _deep_recursion():
-            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False,
-                              allow_nan=False, sort_keys=sort_keys)  # fmt: skip
+            text = json.dumps(
+                value,
+                separators=(",", ":"),
+                ensure_ascii=False,
+                allow_nan=False,
+                sort_keys=sort_keys,
+            )
     except RecursionError:
         raise ValueError("nested too deeply to encode") from None
     return text.encode()

@@ -73,8 +73,15 @@ class Session:
 
     # __weakref__: whoever keeps something for a session (a proxy, its upstream session)
     # learns of the session's end when the transport drops it.
-    __slots__ = ("__weakref__", "client_capabilities", "client_info", "log_level", "principal",
-                 "resource_subscriptions", "version")  # fmt: skip
+    __slots__ = (
+        "__weakref__",
+        "client_capabilities",
+        "client_info",
+        "log_level",
+        "principal",
+        "resource_subscriptions",
+        "version",
+    )
 
     def __init__(
         self,

@@ -118,8 +118,12 @@ class Changes:
                 try:
                     await self.mirror.load(kind, self._sources.pop(kind, None))
                 except MCPError as exc:
-                    logger.warning("Reloading the %s of the upstream server %s failed: %s", kind,
-                                   self.upstream.label, exc.message)  # fmt: skip
+                    logger.warning(
+                        "Reloading the %s of the upstream server %s failed: %s",
+                        kind,
+                        self.upstream.label,
+                        exc.message,
+                    )
                 if kind not in self._again or self._stopping:
                     return
         finally:
@@ -132,8 +136,11 @@ class Changes:
         new = [uri for uri in dict.fromkeys(uris) if uri not in self.uris]
         room = MAX_URIS - len(self.uris)
         if len(new) > room:
-            logger.warning("The proxy subscribes to at most %d URIs upstream; %d left out",
-                           MAX_URIS, len(new) - room)  # fmt: skip
+            logger.warning(
+                "The proxy subscribes to at most %d URIs upstream; %d left out",
+                MAX_URIS,
+                len(new) - room,
+            )
             new = new[: max(room, 0)]
         if not new:
             return
@@ -154,8 +161,12 @@ class Changes:
             try:
                 await self.upstream.request("resources/subscribe", {"uri": uri})
             except MCPError as exc:
-                logger.warning("The upstream server %s refused a subscription to %s: %s",
-                               self.upstream.label, uri, exc.message)  # fmt: skip
+                logger.warning(
+                    "The upstream server %s refused a subscription to %s: %s",
+                    self.upstream.label,
+                    uri,
+                    exc.message,
+                )
 
     # -- the held listen, and connecting again ---------------------------------------------
 
@@ -204,8 +215,11 @@ class Changes:
         if self._holder is not asyncio.current_task() or self._stopping:
             return  # replaced by a wider listen, or stopping: nothing is lost
         self._holder = None
-        logger.warning("The upstream server %s ended the proxy's subscription (%s); "
-                       "connecting again", self.upstream.label, reason)  # fmt: skip
+        logger.warning(
+            "The upstream server %s ended the proxy's subscription (%s); connecting again",
+            self.upstream.label,
+            reason,
+        )
         self.upstream.broken(client, ConnectionError(reason))
         spawn(self._reconnect(), self._tasks)
 

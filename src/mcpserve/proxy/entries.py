@@ -207,8 +207,10 @@ class ForwardedCompleter(Completer):
         result = await self.forwarder.ask_once("completion/complete", params, ctx)
         completion = result.get("completion")
         if not isinstance(completion, dict) or not isinstance(completion.get("values"), list):
-            raise UpstreamError(f"The upstream server {self.forwarder.upstream.label} answered "
-                                "completion/complete with an invalid result")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {self.forwarder.upstream.label} answered "
+                "completion/complete with an invalid result"
+            )
         return completion
 
     def shape(self, value: Any, ctx: Context) -> dict[str, Any]:

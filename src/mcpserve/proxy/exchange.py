@@ -70,8 +70,11 @@ class Exchange:
         if ctx.request.ask is not None:
             return await ask_session(ctx, modern_question(method, params))
         if self.changed is None:  # a 2026-07-28 client is asked with input_required only
-            raise MCPError(f"The upstream sent {method} on the 2026-07-28 wire, where a "
-                           "server asks with input_required", code=c.INVALID_REQUEST)  # fmt: skip
+            raise MCPError(
+                f"The upstream sent {method} on the 2026-07-28 wire, where a "
+                "server asks with input_required",
+                code=c.INVALID_REQUEST,
+            )
         self.asked += 1
         key = f"q{self.asked}"
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -112,8 +115,11 @@ class Exchange:
     async def progress(self, progress: Any, total: Any, message: Any) -> None:
         if not self.live or not _is_number(progress):
             return
-        await self.ctx.progress(progress, total if _is_number(total) else None,
-                                message if isinstance(message, str) else None)  # fmt: skip
+        await self.ctx.progress(
+            progress,
+            total if _is_number(total) else None,
+            message if isinstance(message, str) else None,
+        )
 
     async def relay(self, message: JSONDict) -> None:
         """An upstream notification for this request (a log, a vendor's own), passed on
@@ -148,8 +154,10 @@ async def ask_session(ctx: Context, question: JSONDict) -> JSONDict:
     try:
         return await asyncio.wait_for(ask(wire), timeout)
     except TimeoutError:
-        raise MCPError(f"The client did not answer {method} within {timeout:g} s",
-                       code=c.INTERNAL_ERROR) from None  # fmt: skip
+        raise MCPError(
+            f"The client did not answer {method} within {timeout:g} s", code=c.INTERNAL_ERROR
+        ) from None
     except ConnectionError:  # the session ended (SessionEnded)
-        raise MCPError(f"The client's session ended before it answered {method}",
-                       code=c.INTERNAL_ERROR) from None  # fmt: skip
+        raise MCPError(
+            f"The client's session ended before it answered {method}", code=c.INTERNAL_ERROR
+        ) from None

@@ -94,8 +94,9 @@ class Forwarder:
         """Answer an upstream's question (handshake-era upstream) by asking the client."""
         exchange = self.exchange_of_message()
         if exchange is None:
-            raise MCPError(f"The proxy cannot tell which request {method} belongs to",
-                           code=c.INTERNAL_ERROR)  # fmt: skip
+            raise MCPError(
+                f"The proxy cannot tell which request {method} belongs to", code=c.INTERNAL_ERROR
+            )
         return await exchange.ask(method, params)
 
     # -- forwarding --------------------------------------------------------------------------
@@ -124,8 +125,10 @@ class Forwarder:
         """A request without rounds (``completion/complete``)."""
         result = await self._call(Forwarded(method, params, "", None), Exchange(ctx), {})
         if result.get("resultType") == _INPUT_REQUIRED:
-            raise UpstreamError(f"The upstream server {self.upstream.label} asked for input "
-                                f"on {method}, which cannot ask")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {self.upstream.label} asked for input "
+                f"on {method}, which cannot ask"
+            )
         return result
 
     def _passing(self, request: Forwarded, ctx: Context) -> Coroutine[Any, Any, JSONDict]:
@@ -165,14 +168,17 @@ class Forwarder:
         while result.get("resultType") == _INPUT_REQUIRED:
             rounds += 1
             if rounds > ctx.runtime.sealer.max_rounds:
-                raise UpstreamError(f"The upstream server {self.upstream.label} asked for input "
-                                    f"more than {rounds - 1} times")  # fmt: skip
+                raise UpstreamError(
+                    f"The upstream server {self.upstream.label} asked for input "
+                    f"more than {rounds - 1} times"
+                )
             questions = result.get("inputRequests") or {}
             if not isinstance(questions, dict) or not all(
                 isinstance(q, dict) for q in questions.values()
             ):
-                raise UpstreamError(f"The upstream server {self.upstream.label} sent invalid "
-                                    "inputRequests")  # fmt: skip
+                raise UpstreamError(
+                    f"The upstream server {self.upstream.label} sent invalid inputRequests"
+                )
             extra: JSONDict = {"inputResponses": await self._ask_all(ctx, questions)}
             if "requestState" in result:
                 extra["requestState"] = result["requestState"]
@@ -183,11 +189,14 @@ class Forwarder:
         for question in questions.values():
             params = question.get("params")
             method = str(question.get("method"))
-            if not can_answer(method, params if isinstance(params, dict) else {},
-                              ctx.client_capabilities):  # fmt: skip
+            if not can_answer(
+                method, params if isinstance(params, dict) else {}, ctx.client_capabilities
+            ):
                 label = self.upstream.label
-                raise UpstreamError(f"The upstream server {label} asked for {method[:60]}, "
-                                    "which the client did not declare")  # fmt: skip
+                raise UpstreamError(
+                    f"The upstream server {label} asked for {method[:60]}, "
+                    "which the client did not declare"
+                )
         keys = list(questions)
         try:
             answers = await asyncio.gather(*(ask_session(ctx, questions[k]) for k in keys))
@@ -243,8 +252,11 @@ class Forwarder:
                         timeout, self._expire, park_id, timeout
                     )
                     parked = True
-                    return {"resultType": _INPUT_REQUIRED, "inputRequests": questions,
-                            "requestState": state}  # fmt: skip
+                    return {
+                        "resultType": _INPUT_REQUIRED,
+                        "inputRequests": questions,
+                        "requestState": state,
+                    }
                 changed.clear()
                 waiting = asyncio.ensure_future(changed.wait())
                 try:
@@ -388,8 +400,7 @@ def _open(ctx: Context, sealed: Any, binding: Binding) -> tuple[JSONDict, int]:
     try:
         return ctx.runtime.sealer.open(sealed, binding)
     except StateRejected as exc:
-        logger.warning("Rejected requestState on %s %s: %s", binding.method, binding.target,
-                       exc)  # fmt: skip
+        logger.warning("Rejected requestState on %s %s: %s", binding.method, binding.target, exc)
         raise InvalidParams("Invalid requestState") from None
 
 

@@ -215,9 +215,12 @@ class LeanHTTPConnection:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, sock = await loop.create_connection(
-                    _Socket, self.host, self.port, ssl=self._ssl,
+                    _Socket,
+                    self.host,
+                    self.port,
+                    ssl=self._ssl,
                     server_hostname=self.host if self.tls else None,
-                )  # fmt: skip
+                )
         except (OSError, TimeoutError) as exc:
             raise ConnectionError(
                 f"cannot connect to {self.url}: {exc or type(exc).__name__}"

@@ -63,8 +63,13 @@ class ListSource(Protocol):
 KINDS = ("tools", "resources", "prompts")
 #: Pages read from one list at most (a cursor that never ends is the upstream's bug).
 MAX_PAGES = 1000
-_FORWARDED = (ForwardedTool, ForwardedPrompt, ForwardedResource, ForwardedTemplate,
-              ForwardedCompleter)  # fmt: skip
+_FORWARDED = (
+    ForwardedTool,
+    ForwardedPrompt,
+    ForwardedResource,
+    ForwardedTemplate,
+    ForwardedCompleter,
+)
 
 
 class Mirror:
@@ -91,8 +96,12 @@ class Mirror:
             except UpstreamUnavailable:
                 raise
             except MCPError as exc:
-                logger.warning("Leaving out the %s of the upstream server %s: %s", kind,
-                               self.upstream.label, exc.message)  # fmt: skip
+                logger.warning(
+                    "Leaving out the %s of the upstream server %s: %s",
+                    kind,
+                    self.upstream.label,
+                    exc.message,
+                )
 
     async def load(self, kind: str, source: ListSource | None = None) -> None:
         """Make the registry's ``kind`` list (``"resources"``: templates too) the upstream's.
@@ -127,14 +136,20 @@ class Mirror:
             result = await lister.request(method, {"cursor": cursor} if cursor else {})
             page = result.get(key) if isinstance(result, dict) else None
             if not isinstance(page, list):
-                raise UpstreamError(f"The upstream server {self.upstream.label} answered "
-                                    f"{method} with an invalid result (no {key} list)")  # fmt: skip
+                raise UpstreamError(
+                    f"The upstream server {self.upstream.label} answered "
+                    f"{method} with an invalid result (no {key} list)"
+                )
             entries.extend(page)
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
                 return entries
-        logger.warning("The upstream server %s lists more than %d pages of %s; the rest are "
-                       "left out", self.upstream.label, MAX_PAGES, key)  # fmt: skip
+        logger.warning(
+            "The upstream server %s lists more than %d pages of %s; the rest are left out",
+            self.upstream.label,
+            MAX_PAGES,
+            key,
+        )
         return entries
 
     # -- building entries ------------------------------------------------------------------
@@ -145,12 +160,17 @@ class Mirror:
             try:
                 item = build(entry) if isinstance(entry, dict) else None
             except (KeyError, TypeError, ValueError) as exc:
-                logger.warning("Leaving out an entry of the upstream server %s: %s",
-                               self.upstream.label, exc)  # fmt: skip
+                logger.warning(
+                    "Leaving out an entry of the upstream server %s: %s", self.upstream.label, exc
+                )
                 continue
             if item is None:
-                logger.warning("Leaving out an entry of the upstream server %s that is not a "
-                               "valid listing: %.200r", self.upstream.label, entry)  # fmt: skip
+                logger.warning(
+                    "Leaving out an entry of the upstream server %s that is not a "
+                    "valid listing: %.200r",
+                    self.upstream.label,
+                    entry,
+                )
                 continue
             built.setdefault(item.key, item)
         return built
@@ -200,9 +220,12 @@ class Mirror:
             if existing is None:
                 _add(registry, kind, item, replace=False)
             elif not self._mine(existing):
-                logger.warning("The upstream server %s offers %r, which the proxy itself "
-                               "registered: the proxy's own is kept", self.upstream.label,
-                               key)  # fmt: skip
+                logger.warning(
+                    "The upstream server %s offers %r, which the proxy itself "
+                    "registered: the proxy's own is kept",
+                    self.upstream.label,
+                    key,
+                )
             elif type(existing) is not type(item) or not _same(existing.wire, item.wire, legacy):
                 _add(registry, kind, item, replace=True)
 

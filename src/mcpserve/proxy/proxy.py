@@ -39,8 +39,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpserve.proxy")
 
-_IGNORED = frozenset({"notifications/progress", "notifications/subscriptions/acknowledged",
-                      "notifications/cancelled"})  # fmt: skip
+_IGNORED = frozenset(
+    {
+        "notifications/progress",
+        "notifications/subscriptions/acknowledged",
+        "notifications/cancelled",
+    }
+)
 
 
 class Proxy:
@@ -75,8 +80,10 @@ class Proxy:
         """Every new connection: the lists again, the subscriptions again."""
         if "resources" in self.upstream.capabilities and not self._watching:
             self._watching = True  # before the entries: a server mounting this one copies
-            self.server.middleware(self.watch_subscriptions,  # them with its middleware
-                                   methods=SUBSCRIBING)  # fmt: skip
+            self.server.middleware(
+                self.watch_subscriptions,  # them with its middleware
+                methods=SUBSCRIBING,
+            )
         await self.mirror.load_all()
         await self.changes.started()
 
@@ -102,8 +109,11 @@ class Proxy:
             return
         exchange = exchange_of_message()
         if exchange is None:
-            logger.debug("Dropped %s from the upstream server %s: it names no request in "
-                         "flight", method, self.upstream.label)  # fmt: skip
+            logger.debug(
+                "Dropped %s from the upstream server %s: it names no request in flight",
+                method,
+                self.upstream.label,
+            )
             return
         await exchange.relay(message)
 
@@ -171,9 +181,16 @@ def proxy_server(
     if "lifespan" in server_options:
         raise TypeError("A proxy's lifespan is its upstream connection; it takes no other")
     if not isinstance(upstream, Upstream):
-        upstream = Upstream(upstream, headers=headers, auth=http_auth, http_client=http_client,
-                            env=env, cwd=cwd, protocol_version=protocol_version,
-                            connect_timeout=connect_timeout)  # fmt: skip
+        upstream = Upstream(
+            upstream,
+            headers=headers,
+            auth=http_auth,
+            http_client=http_client,
+            env=env,
+            cwd=cwd,
+            protocol_version=protocol_version,
+            connect_timeout=connect_timeout,
+        )
     server_options.setdefault("client_logging", True)  # the upstream's logs pass through
     server: Server[Proxy] = Server(name, **server_options)
     proxy = Proxy(server, upstream)

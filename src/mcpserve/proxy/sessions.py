@@ -150,20 +150,28 @@ class SessionLink:
             except UpstreamUnavailable:
                 return  # the link is gone, and its subscriptions with it
             except MCPError as exc:
-                logger.warning("The upstream server %s refused a subscription to %s: %s",
-                               self.links.upstream.label, uri, exc.message)  # fmt: skip
+                logger.warning(
+                    "The upstream server %s refused a subscription to %s: %s",
+                    self.links.upstream.label,
+                    uri,
+                    exc.message,
+                )
 
     def _unavailable(self, reason: str) -> UpstreamUnavailable:
-        return UpstreamUnavailable(f"The session the proxy opened for this client with the "
-                                   f"upstream server {self.links.upstream.label} ended "
-                                   f"({reason}); the next request opens another")  # fmt: skip
+        return UpstreamUnavailable(
+            f"The session the proxy opened for this client with the "
+            f"upstream server {self.links.upstream.label} ended "
+            f"({reason}); the next request opens another"
+        )
 
     async def question(self, method: str, params: JSONDict) -> JSONDict:
         """The client's answer to a question the upstream asked on this link."""
         exchange = self.exchange_of_message()
         if exchange is None:
-            raise MCPError(f"The proxy has no request of this client in flight to ask "
-                           f"{method} on", code=c.INTERNAL_ERROR)  # fmt: skip
+            raise MCPError(
+                f"The proxy has no request of this client in flight to ask {method} on",
+                code=c.INTERNAL_ERROR,
+            )
         ctx = exchange.ctx
         if not can_answer(method, params, ctx.client_capabilities):
             raise MCPError(f"The client does not support {method}", code=c.METHOD_NOT_FOUND)
@@ -241,8 +249,7 @@ class SessionLinks:
         # A process of its own holds what the client subscribed to: it is asked there too.
         uris = sorted(session.resource_subscriptions) if link.own_process else []
         # A task of no downstream request's: the link outlives the call that opened it.
-        spawn(self._open(link, ctx.protocol_version, ctx.client_capabilities, uris),
-              self._opening)  # fmt: skip
+        spawn(self._open(link, ctx.protocol_version, ctx.client_capabilities, uris), self._opening)
         return link
 
     async def _open(
@@ -259,19 +266,26 @@ class SessionLinks:
             link.failure = exc.message
         except MCPError as exc:  # the handshake refused: 2026-07-28 only
             self._refused_at = self.upstream.connects
-            logger.info("The upstream server %s does not open handshake-era sessions (%s); its "
-                        "handshake-era clients answer its input_required rounds instead",
-                        self.upstream.label, exc.message[:200])  # fmt: skip
+            logger.info(
+                "The upstream server %s does not open handshake-era sessions (%s); its "
+                "handshake-era clients answer its input_required rounds instead",
+                self.upstream.label,
+                exc.message[:200],
+            )
         except asyncio.CancelledError:
-            link.failure = (f"The proxy stopped before its session with the upstream server "
-                            f"{self.upstream.label} was open")  # fmt: skip
+            link.failure = (
+                f"The proxy stopped before its session with the upstream server "
+                f"{self.upstream.label} was open"
+            )
             raise
         except Exception as exc:  # a bug, or something the client did not expect: not fatal
-            logger.exception("Opening a session with the upstream server %s failed",
-                             self.upstream.label)  # fmt: skip
+            logger.exception(
+                "Opening a session with the upstream server %s failed", self.upstream.label
+            )
             reason = str(exc)[:300] or type(exc).__name__
-            link.failure = (f"Could not open a session with the upstream server "
-                            f"{self.upstream.label}: {reason}")  # fmt: skip
+            link.failure = (
+                f"Could not open a session with the upstream server {self.upstream.label}: {reason}"
+            )
         finally:
             opened = link.client is not None
             if not opened or link.forgotten:  # its session ended while it opened
@@ -292,9 +306,11 @@ class SessionLinks:
             return
         idle = [link for link in self._links.values() if not link.calls and link.opened.done()]
         if not idle:
-            raise UpstreamError(f"The proxy holds as many handshake-era sessions with the "
-                                f"upstream server {self.upstream.label} as it may ({limit}), "
-                                "every one in use; try again when a call ends")  # fmt: skip
+            raise UpstreamError(
+                f"The proxy holds as many handshake-era sessions with the "
+                f"upstream server {self.upstream.label} as it may ({limit}), "
+                "every one in use; try again when a call ends"
+            )
         self.forget(min(idle, key=lambda link: link.last_used))
 
     def forget(self, link: SessionLink) -> None:

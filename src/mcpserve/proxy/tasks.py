@@ -91,8 +91,10 @@ class Follower:
     def __init__(self, forwarder: Forwarder, created: JSONDict, ctx: Context) -> None:
         task_id = created.get("taskId")
         if type(task_id) is not str or not task_id:
-            raise UpstreamError(f"The upstream server {forwarder.upstream.label} answered "
-                                "tools/call with a task that has no taskId")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {forwarder.upstream.label} answered "
+                "tools/call with a task that has no taskId"
+            )
         self.forwarder = forwarder
         self.task_id = task_id
         self.ctx = ctx
@@ -165,8 +167,9 @@ class Follower:
             result = task.get("result")
             if isinstance(result, dict):
                 return clean_result("tools/call", dict(result), self.label)
-            raise UpstreamError(f"The upstream server {self.label}'s task completed without "
-                                "a result")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {self.label}'s task completed without a result"
+            )
         if status == "failed":
             error = task.get("error")
             error = error if isinstance(error, dict) else {}
@@ -191,8 +194,10 @@ class Follower:
         """The client's answers to the upstream's questions, by the upstream's keys."""
         running = self.running
         if running is None:
-            raise UpstreamError(f"The upstream server {self.label}'s task asked for input, "
-                                "which only a client that speaks tasks can give")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {self.label}'s task asked for input, "
+                "which only a client that speaks tasks can give"
+            )
         relayed = {key: Question(question) for key, question in questions.items()}
         return await running.ask(relayed)
 
@@ -213,8 +218,9 @@ class Follower:
             async with asyncio.timeout(CANCEL_SECONDS):
                 await asyncio.shield(self._upstream("tasks/cancel", {"taskId": self.task_id}))
                 return
-        logger.warning("Could not cancel task %s of the upstream server %s", self.task_id,
-                       self.label)  # fmt: skip
+        logger.warning(
+            "Could not cancel task %s of the upstream server %s", self.task_id, self.label
+        )
 
 
 class Question:

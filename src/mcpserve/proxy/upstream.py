@@ -115,8 +115,11 @@ def upstream_error(error: Any) -> MCPError:
     if not isinstance(error, dict):
         error = {"message": "The upstream answered with an invalid error"}
     code = error.get("code")
-    return MCPError(str(error.get("message", ""))[:1000], data=error.get("data"),
-                    code=code if type(code) is int else c.INTERNAL_ERROR)  # fmt: skip
+    return MCPError(
+        str(error.get("message", ""))[:1000],
+        data=error.get("data"),
+        code=code if type(code) is int else c.INTERNAL_ERROR,
+    )
 
 
 def refused_by_status(exc: BaseException) -> bool:
@@ -221,8 +224,9 @@ class Upstream:
         if lean:
             from .link import LeanHTTPConnection
 
-            link = LeanHTTPConnection(target, headers=self.headers,
-                                      connect_timeout=self.connect_timeout)  # fmt: skip
+            link = LeanHTTPConnection(
+                target, headers=self.headers, connect_timeout=self.connect_timeout
+            )
             return Client(link, **options)
         if is_url(target):
             return Client.http(target, headers=self.headers, http_client=self._http(), **options)
@@ -257,8 +261,9 @@ class Upstream:
                     client = await _isolated(self._open())
             except (ConnectionError, OSError, TimeoutError, MCPError) as exc:
                 await self._close_owned_http()
-                raise UpstreamUnavailable(f"Could not connect to the upstream server "
-                                          f"{self.label}: {_reason(exc)}") from None  # fmt: skip
+                raise UpstreamUnavailable(
+                    f"Could not connect to the upstream server {self.label}: {_reason(exc)}"
+                ) from None
             self.client = client
             self.connects += 1
             self.legacy = client.legacy
@@ -299,8 +304,11 @@ class Upstream:
         ``max_sessions`` allows some."""
         from ..server.server import Server
 
-        return (self.protocol_version is None and self.max_sessions > 0
-                and not isinstance(self.target, Server))  # fmt: skip
+        return (
+            self.protocol_version is None
+            and self.max_sessions > 0
+            and not isinstance(self.target, Server)
+        )
 
     async def open_session(
         self,
@@ -313,16 +321,21 @@ class Upstream:
         ``version``, declaring ``capabilities``; its questions go to ``on_input`` and its
         notifications to ``on_notification``. Raises :class:`MCPError` when the upstream
         refuses the handshake, :class:`UpstreamUnavailable` when it cannot be reached."""
-        client = self._new_client(protocol_version=version, capabilities=capabilities,
-                                  on_input=on_input, on_notification=on_notification)  # fmt: skip
+        client = self._new_client(
+            protocol_version=version,
+            capabilities=capabilities,
+            on_input=on_input,
+            on_notification=on_notification,
+        )
         try:
             async with asyncio.timeout(self.connect_timeout):
                 await _isolated(client.__aenter__())
         except (ConnectionError, OSError, TimeoutError) as exc:
             if refused_by_status(exc):
                 raise MCPError(_reason(exc)) from None
-            raise UpstreamUnavailable(f"Could not open a session with the upstream server "
-                                      f"{self.label}: {_reason(exc)}") from None  # fmt: skip
+            raise UpstreamUnavailable(
+                f"Could not open a session with the upstream server {self.label}: {_reason(exc)}"
+            ) from None
         return client
 
     async def close(self) -> None:
@@ -358,9 +371,11 @@ class Upstream:
             self.client = None
             self._discard(client)
             logger.warning("Lost the upstream server %s: %s", self.label, _reason(exc))
-        return UpstreamUnavailable(f"The upstream server {self.label} is unreachable "
-                                   f"({_reason(exc)}); the proxy connects again on the next "
-                                   "request")  # fmt: skip
+        return UpstreamUnavailable(
+            f"The upstream server {self.label} is unreachable "
+            f"({_reason(exc)}); the proxy connects again on the next "
+            "request"
+        )
 
     # -- using it -----------------------------------------------------------------------------
 

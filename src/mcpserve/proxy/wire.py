@@ -58,8 +58,10 @@ def clean_result(
     """An upstream result, ready to go downstream; raises :class:`UpstreamError` for one
     that is not a result of ``method`` (``request_meta``: the ``_meta`` sent with it)."""
     if not isinstance(result, dict):
-        raise UpstreamError(f"The upstream server {upstream} answered {method} with something "
-                            "that is not a result object")  # fmt: skip
+        raise UpstreamError(
+            f"The upstream server {upstream} answered {method} with something "
+            "that is not a result object"
+        )
     meta = result.get("_meta")
     if isinstance(meta, dict) and c.META_SERVER_INFO in meta:
         meta = {k: v for k, v in meta.items() if k != c.META_SERVER_INFO}
@@ -72,15 +74,19 @@ def clean_result(
         return result
     if kind == "task":  # only where the upstream was told the client speaks tasks
         if method != "tools/call" or not _declares_tasks(request_meta):
-            raise UpstreamError(f"The upstream server {upstream} answered {method} with a "
-                                "task, which the request did not allow")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {upstream} answered {method} with a "
+                "task, which the request did not allow"
+            )
         return result
     needed = _RESULT_FIELDS.get(method)
     if needed is not None and kind in (None, "complete"):
         key, expected = needed
         if not isinstance(result.get(key), expected):
-            raise UpstreamError(f"The upstream server {upstream} answered {method} with an "
-                                f"invalid result (no {key!r})")  # fmt: skip
+            raise UpstreamError(
+                f"The upstream server {upstream} answered {method} with an "
+                f"invalid result (no {key!r})"
+            )
     if kind == "complete":
         del result["resultType"]
     return result
@@ -96,8 +102,9 @@ def downstream_error(exc: MCPError, method: str, params: JSONDict, upstream: str
     """The error the client gets for an upstream's JSON-RPC error."""
     code = exc.code
     if code in _LINK_CODES:
-        return UpstreamError(f"The upstream server {upstream} refused the proxy's {method}: "
-                             f"{exc.message[:300]}")  # fmt: skip
+        return UpstreamError(
+            f"The upstream server {upstream} refused the proxy's {method}: {exc.message[:300]}"
+        )
     if code == _LEGACY_RESOURCE_NOT_FOUND and method == "resources/read":
         uri = params.get("uri")
         return ResourceNotFound(uri if isinstance(uri, str) else "")
@@ -140,8 +147,10 @@ def session_question(question: JSONDict, version: str) -> JSONDict:
     if method == "elicitation/create":
         if params.get("mode") == "url":
             if version != "2025-11-25":
-                raise InternalError(f"The upstream asked for a URL elicitation, which a "
-                                    f"{version} client cannot answer")  # fmt: skip
+                raise InternalError(
+                    f"The upstream asked for a URL elicitation, which a "
+                    f"{version} client cannot answer"
+                )
             params.setdefault(_ELICITATION_ID, os.urandom(16).hex())
         elif version != "2025-11-25":
             params.pop("mode", None)  # before 2025-11-25 there were only forms, unnamed

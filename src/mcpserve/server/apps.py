@@ -170,8 +170,12 @@ class App(Resource):
             entry["blob"] = base64.b64encode(value).decode("ascii")
         else:
             ref = new_ref()
-            logger.error("App %r returned %s, not its HTML as str or bytes (ref %s)",
-                         self.key, type(value).__name__, ref)  # fmt: skip
+            logger.error(
+                "App %r returned %s, not its HTML as str or bytes (ref %s)",
+                self.key,
+                type(value).__name__,
+                ref,
+            )
             raise InternalError(f"App {self.key} returned no HTML (ref {ref})")
         if self.ui:
             entry["_meta"] = {"ui": self.ui}
@@ -249,8 +253,9 @@ def build_app(
 ) -> App:
     """An :class:`App` at ``uri`` whose HTML ``fn`` returns; checks every option."""
     _check_uri(uri)
-    ui = resource_ui_meta(csp=csp, permissions=permissions, domain=domain,
-                          prefers_border=prefers_border)  # fmt: skip
+    ui = resource_ui_meta(
+        csp=csp, permissions=permissions, domain=domain, prefers_border=prefers_border
+    )
     app = App(uri, fn, ui=ui, pool=pool, blocking=blocking, cache=cache, scopes=scopes)
     if app.arguments.param_names:
         raise TypeError(
@@ -259,9 +264,16 @@ def build_app(
         )
     listed_meta = {**(meta or {}), "ui": ui} if ui else meta
     fields = {"uri": uri, "name": name or uri.removeprefix("ui://")}
-    app.wire = list_entry(fn, fields, title=title, description=description,
-                          mimeType=APP_MIME_TYPE, icons=icons, annotations=annotations,
-                          _meta=listed_meta)  # fmt: skip
+    app.wire = list_entry(
+        fn,
+        fields,
+        title=title,
+        description=description,
+        mimeType=APP_MIME_TYPE,
+        icons=icons,
+        annotations=annotations,
+        _meta=listed_meta,
+    )
     return app
 
 

@@ -116,8 +116,10 @@ async def initialize_through_middleware(
     params = params if isinstance(params, dict) else {}
     version = params.get("protocolVersion")
     capabilities = params.get("capabilities")
-    meta = RequestMeta(version if isinstance(version, str) else "",
-                       capabilities if isinstance(capabilities, dict) else {})  # fmt: skip
+    meta = RequestMeta(
+        version if isinstance(version, str) else "",
+        capabilities if isinstance(capabilities, dict) else {},
+    )
     request = Request(message["id"], "initialize", params, meta, auth=auth, http=http)
     try:
         result = await compose(middleware, initialize)(Context(request, runtime))

@@ -76,8 +76,14 @@ class Composing:
         :mod:`mcpserve.server.openapi` and ``docs/openapi.md``."""
         from .openapi import server_from_openapi
 
-        return server_from_openapi(cls, spec, client=client, name=name, version=version,  # type: ignore[arg-type]
-                                   **selection)  # fmt: skip
+        return server_from_openapi(
+            cls,  # type: ignore[arg-type]
+            spec,
+            client=client,
+            name=name,
+            version=version,
+            **selection,
+        )
 
     @classmethod
     def proxy(cls, upstream: Any, **options: Any) -> Server[Any]:

@@ -68,8 +68,9 @@ class Extending:
         def register(fn: F) -> F:
             from .notifications import NotificationHandler
 
-            self._notifications[name] = NotificationHandler(name, fn, pool=self.thread_pool,
-                                                            blocking=blocking)  # fmt: skip
+            self._notifications[name] = NotificationHandler(
+                name, fn, pool=self.thread_pool, blocking=blocking
+            )
             self._dispatcher = None
             return fn
 

@@ -45,9 +45,16 @@ if TYPE_CHECKING:
     from .registry import Registry
 
 #: Modern methods a session does not have.
-MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen",
-                         # the skills extension ("docs/decisions.md", "Skills in both eras")
-                         "skills/list", "skills/get", "resources/directory/read"})  # fmt: skip
+MODERN_ONLY = frozenset(
+    {
+        "server/discover",
+        "subscriptions/listen",
+        # the skills extension ("docs/decisions.md", "Skills in both eras")
+        "skills/list",
+        "skills/get",
+        "resources/directory/read",
+    }
+)
 _ASK_ATTEMPTS = 3
 _LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
 
@@ -83,8 +90,9 @@ class Legacy:
         if not isinstance(params.get("protocolVersion"), str) or not isinstance(
             client_capabilities, dict
         ):
-            error = InvalidParams("Invalid params: initialize needs protocolVersion and "
-                                  "capabilities")  # fmt: skip
+            error = InvalidParams(
+                "Invalid params: initialize needs protocolVersion and capabilities"
+            )
             return None, error_response(request_id, error)
         info = params.get("clientInfo")
         session = Session(

@@ -122,10 +122,12 @@ class ChildRuntime(Runtime):
     __slots__ = ("answering",)
 
     def __init__(self, answering: Runtime, lifespan_state: Any) -> None:
-        super().__init__(client_logging=answering.client_logging,
-                         client_timeout_seconds=answering.client_timeout_seconds,
-                         answers_without_state=answering.answers_without_state,
-                         loop_watch=answering.loop_watch)  # fmt: skip
+        super().__init__(
+            client_logging=answering.client_logging,
+            client_timeout_seconds=answering.client_timeout_seconds,
+            answers_without_state=answering.answers_without_state,
+            loop_watch=answering.loop_watch,
+        )
         self.answering = answering
         self.lifespan_state = lifespan_state
 
@@ -217,8 +219,9 @@ class Copier:
         return made
 
     def prompt(self, prompt: R, key: str) -> R:
-        return self._copy(prompt, key, {**prompt.wire, "name": key},
-                          self._links(self._prompt_result))  # fmt: skip
+        return self._copy(
+            prompt, key, {**prompt.wire, "name": key}, self._links(self._prompt_result)
+        )
 
     def resource(self, resource: R, key: str) -> R:
         if isinstance(resource, ResourceTemplate):

@@ -66,8 +66,9 @@ class Mount:
         self.server = server
         self.namespace = Namespace(namespace)
         self._listers = listers
-        self._copier = Copier(self.namespace, server.registry, server.runtime, middleware,
-                              tasks=lambda: parent.tasks)  # fmt: skip
+        self._copier = Copier(
+            self.namespace, server.registry, server.runtime, middleware, tasks=lambda: parent.tasks
+        )
         #: Per kind, what this mount put in the parent's registry, by the parent's key.
         self._mine: dict[str, dict[Any, Any]] = {kind: {} for kind in _KINDS}
         #: Per kind, by the child's key: (the child's entry, its transforms, the copy).
@@ -103,8 +104,9 @@ class Mount:
         if clashes:
             where = f" under namespace {self.namespace.prefix!r}" if self.namespace.prefix else ""
             more = f" (and {len(clashes) - 10} more)" if len(clashes) > 10 else ""
-            raise ValueError(f"Cannot mount server {self.server.name!r}{where}: "
-                             f"{'; '.join(clashes[:10])}{more}")  # fmt: skip
+            raise ValueError(
+                f"Cannot mount server {self.server.name!r}{where}: {'; '.join(clashes[:10])}{more}"
+            )
         self._sync_tools()
         self._sync_prompts()
         self._sync_resources()
@@ -125,10 +127,16 @@ class Mount:
                 clashes.append(f"tool name {key!r} is longer than 128 characters")
             elif key in ours.tools:
                 clashes.append(f"a tool named {key!r} is already registered")
-        clashes.extend(f"a prompt named {self.name(name)!r} is already registered"
-                       for name in theirs.prompts if self.name(name) in ours.prompts)  # fmt: skip
-        clashes.extend(f"a resource {self.uri(uri)!r} is already registered"
-                       for uri in theirs.resources if self.uri(uri) in ours.resources)  # fmt: skip
+        clashes.extend(
+            f"a prompt named {self.name(name)!r} is already registered"
+            for name in theirs.prompts
+            if self.name(name) in ours.prompts
+        )
+        clashes.extend(
+            f"a resource {self.uri(uri)!r} is already registered"
+            for uri in theirs.resources
+            if self.uri(uri) in ours.resources
+        )
         clashes.extend(
             f"a resource template {self.uri(key)!r} is already registered"
             for key in theirs.templates
@@ -137,8 +145,9 @@ class Mount:
         for completion in theirs.completers:
             _, target, argument = self._completion_key(completion)
             if (completion[0], target, argument) in ours.completers:
-                clashes.append(f"a completer for {target!r} argument {argument!r} is already "
-                               "registered")  # fmt: skip
+                clashes.append(
+                    f"a completer for {target!r} argument {argument!r} is already registered"
+                )
         return clashes
 
     # -- following the child ------------------------------------------------------------------
@@ -192,16 +201,25 @@ class Mount:
                 continue
             key = self.name(name)
             if not _TOOL_NAME.fullmatch(key):
-                logger.error("Mounted server %r: tool %r is left out: %r is longer than 128 "
-                             "characters", self.server.name, name, key)  # fmt: skip
+                logger.error(
+                    "Mounted server %r: tool %r is left out: %r is longer than 128 characters",
+                    self.server.name,
+                    name,
+                    key,
+                )
                 continue
             try:
                 copied = self._copy(
                     "tools", name, tool, lambda tool=tool, key=key: self._copier.tool(tool, key)
                 )
             except (TypeError, ValueError) as exc:  # the child's new tool lacks what it fixes
-                logger.error("Mounted server %r: tool %r is left out: its transformation no "
-                             "longer fits it: %s", self.server.name, name, exc)  # fmt: skip
+                logger.error(
+                    "Mounted server %r: tool %r is left out: its transformation no "
+                    "longer fits it: %s",
+                    self.server.name,
+                    name,
+                    exc,
+                )
                 continue
             wanted[copied.name] = copied
             names[copied.name] = name
@@ -282,8 +300,9 @@ class Mount:
             try:
                 parent.add([copy])
             except InvalidSkill as exc:
-                logger.error("Mounted server %r: skill %r is left out: %s", self.server.name,
-                             uri, exc)  # fmt: skip
+                logger.error(
+                    "Mounted server %r: skill %r is left out: %s", self.server.name, uri, exc
+                )
                 continue
             self._skills[uri] = (skill, copy)
 
@@ -330,8 +349,12 @@ class Mount:
                 continue
             if key in target and target[key] is not current:
                 mine.pop(key, None)
-                logger.error("Mounted server %r: %s %r is left out: the parent already has "
-                             "one", self.server.name, kind.rstrip("s"), key)  # fmt: skip
+                logger.error(
+                    "Mounted server %r: %s %r is left out: the parent already has one",
+                    self.server.name,
+                    kind.rstrip("s"),
+                    key,
+                )
                 continue
             target[key] = entry  # a replaced entry keeps its place in the list
             mine[key] = entry
@@ -381,11 +404,14 @@ class Mounts:
     ) -> Mount:
         parent = self.parent
         if server is parent or any(below is parent for below in _below(server)):
-            raise ValueError(f"Cannot mount server {server.name!r} in {parent.name!r}: "
-                             "it would contain itself")  # fmt: skip
+            raise ValueError(
+                f"Cannot mount server {server.name!r} in {parent.name!r}: it would contain itself"
+            )
         if parent.running_count:
-            raise RuntimeError(f"Cannot mount server {server.name!r}: {parent.name!r} is "
-                               "already serving; mount before it starts")  # fmt: skip
+            raise RuntimeError(
+                f"Cannot mount server {server.name!r}: {parent.name!r} is "
+                "already serving; mount before it starts"
+            )
         mount = Mount(parent, server, namespace, middleware=middleware, listers=self.listers)
         self.mounts.append(mount)
         try:

@@ -43,8 +43,12 @@ class NotificationHandler(Registered):
         return {k: v for k, v in arguments.items() if k != "_meta"}
 
     def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
-        logger.warning("Notification %s ignored: its params do not fit %s(): %s",
-                       self.key, self.fn.__name__, "; ".join(invalid.problems))  # fmt: skip
+        logger.warning(
+            "Notification %s ignored: its params do not fit %s(): %s",
+            self.key,
+            self.fn.__name__,
+            "; ".join(invalid.problems),
+        )
         return {}
 
     def fail(self, exc: Exception) -> JSONDict:

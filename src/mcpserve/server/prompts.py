@@ -102,8 +102,15 @@ class Prompt(Registered):
             values = argument_choices(self.arguments, param)
             if values:
                 self.choices[param] = values
-        self.wire = list_entry(fn, {"name": name}, title=title, description=description,
-                               arguments=listed, icons=icons, _meta=meta)  # fmt: skip
+        self.wire = list_entry(
+            fn,
+            {"name": name},
+            title=title,
+            description=description,
+            arguments=listed,
+            icons=icons,
+            _meta=meta,
+        )
 
     @property
     def name(self) -> str:

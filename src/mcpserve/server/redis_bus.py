@@ -71,8 +71,11 @@ class RedisBus:
         try:
             await self._client.publish(self.channel, message)
         except Exception as exc:
-            logger.warning("Redis bus: could not publish %s (%s); other processes miss it",
-                           event.get("type"), exc)  # fmt: skip
+            logger.warning(
+                "Redis bus: could not publish %s (%s); other processes miss it",
+                event.get("type"),
+                exc,
+            )
 
     async def stop(self) -> None:
         if self._reader is not None:
@@ -108,8 +111,9 @@ class RedisBus:
             except Exception as exc:
                 if self.connected.is_set() or not self.outages:
                     self.outages += 1
-                    logger.warning("Redis bus: connection to %s lost (%s); retrying",
-                                   redact(self.url), exc)  # fmt: skip
+                    logger.warning(
+                        "Redis bus: connection to %s lost (%s); retrying", redact(self.url), exc
+                    )
                 self.connected.clear()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff_seconds)

@@ -65,15 +65,19 @@ class RedisLink:
             outcome = await operation
         except Exception as exc:  # redis-py raises its own ConnectionError, TimeoutError, ...
             if self.available:
-                self._logger.warning("%s: Redis at %s is unavailable (%s: %s) while trying to "
-                                     "%s; %s", self._name, redact(self.url),
-                                     type(exc).__name__, exc, doing,
-                                     self._consequence)  # fmt: skip
+                self._logger.warning(
+                    "%s: Redis at %s is unavailable (%s: %s) while trying to %s; %s",
+                    self._name,
+                    redact(self.url),
+                    type(exc).__name__,
+                    exc,
+                    doing,
+                    self._consequence,
+                )
                 self.available = False
             raise self._error(f"The {self._name.lower()} could not {doing}") from exc
         if not self.available:
-            self._logger.warning("%s: Redis at %s is reachable again", self._name,
-                                 redact(self.url))  # fmt: skip
+            self._logger.warning("%s: Redis at %s is reachable again", self._name, redact(self.url))
             self.available = True
         return outcome
 

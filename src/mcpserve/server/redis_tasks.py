@@ -80,9 +80,13 @@ class RedisTaskStore:
         self.max_tasks_per_principal = max_tasks_per_principal
         # One hash slot for all keys ({...}), so the scripts also run on Redis Cluster.
         self._prefix = f"mcpserve:{{{namespace}}}:"
-        self._link = RedisLink(url, logger=logger, name="Task store",
-                               consequence="task requests get errors until it is back",
-                               error=TaskStoreUnavailable)  # fmt: skip
+        self._link = RedisLink(
+            url,
+            logger=logger,
+            name="Task store",
+            consequence="task requests get errors until it is back",
+            error=TaskStoreUnavailable,
+        )
         self._create: Any = None
         self._swap: Any = None
 
@@ -112,11 +116,20 @@ class RedisTaskStore:
         self._client()
         now = time.time()
         ttl = max(1, math.ceil((record.expires_at - now) * 1000))
-        created = await self._run("create a task", self._create(
-            keys=[self._principal_key(record.principal), self._key(record.task_id)],
-            args=[now, record.expires_at, self.max_tasks_per_principal, ttl, record.task_id,
-                  orjson.dumps(record.to_dict())],
-        ))  # fmt: skip
+        created = await self._run(
+            "create a task",
+            self._create(
+                keys=[self._principal_key(record.principal), self._key(record.task_id)],
+                args=[
+                    now,
+                    record.expires_at,
+                    self.max_tasks_per_principal,
+                    ttl,
+                    record.task_id,
+                    orjson.dumps(record.to_dict()),
+                ],
+            ),
+        )
         if created == 0:
             raise TooManyTasks
         if created == -1:
@@ -129,8 +142,9 @@ class RedisTaskStore:
         return await self._change(task_id, "read a task", fail_if_lease_passed)
 
     async def save(self, record: TaskRecord) -> None:
-        await self._change(record.task_id, "save a task",
-                           lambda stored, now: saved_state(stored, record, now))  # fmt: skip
+        await self._change(
+            record.task_id, "save a task", lambda stored, now: saved_state(stored, record, now)
+        )
 
     async def renew(self, task_ids: Collection[str], owner: str, until: float) -> None:
         def renewing(record: TaskRecord, now: float) -> dict[str, Any] | None:
@@ -141,8 +155,9 @@ class RedisTaskStore:
             return
         # Every lease in two round trips (MGET, then the swaps in one pipeline); a task that
         # changed in between is done again on its own.
-        raws = await self._run("renew task leases",
-                               self._client().mget([self._key(i) for i in ids]))  # fmt: skip
+        raws = await self._run(
+            "renew task leases", self._client().mget([self._key(i) for i in ids])
+        )
         now = time.time()
         pipe = self._client().pipeline(transaction=False)
         swapped = []
@@ -177,8 +192,9 @@ class RedisTaskStore:
                 return record
             if await self._run(what, self._swap(keys=[key], args=[raw, orjson.dumps(state)])):
                 return TaskRecord.from_dict(state)
-        raise TaskStoreUnavailable(f"The task store could not {what}: it changed {ATTEMPTS} "
-                                   "times while being written")  # fmt: skip
+        raise TaskStoreUnavailable(
+            f"The task store could not {what}: it changed {ATTEMPTS} times while being written"
+        )
 
     async def close(self) -> None:
         await self._link.close()

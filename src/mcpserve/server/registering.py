@@ -201,8 +201,9 @@ class Registering:
         :mod:`mcpserve.server.apps`)."""
         from .apps import register_app
 
-        return register_app(self.registry, uri, pool=self.thread_pool, html=html, path=path,
-                            **options)  # fmt: skip
+        return register_app(
+            self.registry, uri, pool=self.thread_pool, html=html, path=path, **options
+        )
 
     @overload
     def skill(self, fn: F, /) -> Skill: ...
@@ -325,8 +326,9 @@ class Registering:
 
             target = prompt if prompt is not None else resource
             assert target is not None
-            completer = Completer(fn, f"{target}:{argument}", pool=self.thread_pool,
-                                  blocking=blocking)  # fmt: skip
+            completer = Completer(
+                fn, f"{target}:{argument}", pool=self.thread_pool, blocking=blocking
+            )
             kind: Literal["ref/prompt", "ref/resource"] = (
                 "ref/prompt" if prompt is not None else "ref/resource"
             )

@@ -45,8 +45,11 @@ class Registry:
         #: (registry version, every scope a switched-on entry declares).
         self._declared: tuple[int, frozenset[str]] = (-1, frozenset())
         #: Registered but switched off: hidden from lists, unknown to calls and reads.
-        self.disabled: dict[ListKind, set[str]] = {"tools": set(), "prompts": set(),
-                                                   "resources": set()}  # fmt: skip
+        self.disabled: dict[ListKind, set[str]] = {
+            "tools": set(),
+            "prompts": set(),
+            "resources": set(),
+        }
 
     def on_change(self, listener: Callable[[ListKind], None]) -> None:
         self._listeners.append(listener)

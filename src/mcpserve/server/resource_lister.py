@@ -19,8 +19,9 @@ from ..protocol.errors import InternalError
 from .context import Context
 from .registered import Pool, Registered
 
-_FIELDS = frozenset({"uri", "name", "title", "description", "mimeType", "size", "annotations",
-                     "icons", "_meta"})  # fmt: skip
+_FIELDS = frozenset(
+    {"uri", "name", "title", "description", "mimeType", "size", "annotations", "icons", "_meta"}
+)
 
 
 class ResourceLister(Registered):

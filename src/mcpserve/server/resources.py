@@ -173,16 +173,27 @@ def build_resource(
 ) -> Resource | ResourceTemplate:
     """A :class:`Resource`, or a :class:`ResourceTemplate` when ``uri`` has ``{variables}``."""
     template = _template_of(uri)
-    options: dict[str, Any] = {"pool": pool, "blocking": blocking, "mime_type": mime_type,
-                               "cache": cache, "scopes": scopes}  # fmt: skip
+    options: dict[str, Any] = {
+        "pool": pool,
+        "blocking": blocking,
+        "mime_type": mime_type,
+        "cache": cache,
+        "scopes": scopes,
+    }
     resource = (
         Resource(uri, fn, **options)
         if template is None
         else ResourceTemplate(template, fn, **options)
     )
     arguments = resource.arguments
-    listing: dict[str, Any] = {"title": title, "description": description, "mimeType": mime_type,
-               "icons": icons, "annotations": annotations, "_meta": meta}  # fmt: skip
+    listing: dict[str, Any] = {
+        "title": title,
+        "description": description,
+        "mimeType": mime_type,
+        "icons": icons,
+        "annotations": annotations,
+        "_meta": meta,
+    }
     if template is None:
         if arguments.param_names:
             raise TypeError(

@@ -112,14 +112,26 @@ def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
 class Rounds:
     """The round-trip bookkeeping of one request."""
 
-    __slots__ = ("answers", "asked", "binding", "ctx", "outgoing", "pending", "responses",
-                 "round", "state", "target")  # fmt: skip
+    __slots__ = (
+        "answers",
+        "asked",
+        "binding",
+        "ctx",
+        "outgoing",
+        "pending",
+        "responses",
+        "round",
+        "state",
+        "target",
+    )
 
     def __init__(self, ctx: Context, target: str, arguments: Any, sealed: bool = True) -> None:
         method = ctx.request.method
         if method not in c.INPUT_REQUIRED_METHODS:
-            raise RuntimeError(f"{method} cannot ask the client for input (only tools/call, "
-                               "prompts/get and resources/read can)")  # fmt: skip
+            raise RuntimeError(
+                f"{method} cannot ask the client for input (only tools/call, "
+                "prompts/get and resources/read can)"
+            )
         self.ctx = ctx
         self.target = target
         #: The requestState the handler hands out itself (a tool that keeps its own).

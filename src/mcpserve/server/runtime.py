@@ -23,8 +23,15 @@ AnswersWithoutState = Literal["ask", "first-round"]
 class Runtime:
     """Shared, per server: made once, read by every request's context."""
 
-    __slots__ = ("_sealer", "_state_options", "answers_without_state", "client_logging",
-                 "client_timeout_seconds", "lifespan_state", "loop_watch")  # fmt: skip
+    __slots__ = (
+        "_sealer",
+        "_state_options",
+        "answers_without_state",
+        "client_logging",
+        "client_timeout_seconds",
+        "lifespan_state",
+        "loop_watch",
+    )
 
     def __init__(
         self,

@@ -159,16 +159,24 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         ):
             if value:
                 info[key] = value
-        self.settings = Settings(info, instructions=instructions, cache=cache,
-                                 page_size=page_size, client_logging=client_logging,
-                                 extensions=extensions)  # fmt: skip
+        self.settings = Settings(
+            info,
+            instructions=instructions,
+            cache=cache,
+            page_size=page_size,
+            client_logging=client_logging,
+            extensions=extensions,
+        )
         self.registry = Registry()
-        self.runtime = Runtime(client_logging=client_logging,
-                               client_timeout_seconds=legacy_client_timeout_seconds,
-                               state_keys=state_keys, state_ttl_seconds=state_ttl_seconds,
-                               max_input_rounds=max_input_rounds,
-                               answers_without_state=answers_without_state,
-                               loop_watch=LoopWatch(blocking_warning_seconds))  # fmt: skip
+        self.runtime = Runtime(
+            client_logging=client_logging,
+            client_timeout_seconds=legacy_client_timeout_seconds,
+            state_keys=state_keys,
+            state_ttl_seconds=state_ttl_seconds,
+            max_input_rounds=max_input_rounds,
+            answers_without_state=answers_without_state,
+            loop_watch=LoopWatch(blocking_warning_seconds),
+        )
         #: The Redis every process of this server shares: the subscription bus, handshake-era
         #: sessions over HTTP. None: each process keeps its own.
         self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
@@ -181,10 +189,12 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         if bus is None or isinstance(bus, str):
             bus = bus_from_url(bus)
         if self.redis_url is not None and isinstance(bus, LocalBus):
-            logger.warning("Server %r: sessions are shared in Redis but the subscription bus "
-                           "is this process's own (MCPSERVE_BUS=memory://): answers, "
-                           "cancellations and notifications will not reach other processes",
-                           name)  # fmt: skip
+            logger.warning(
+                "Server %r: sessions are shared in Redis but the subscription bus "
+                "is this process's own (MCPSERVE_BUS=memory://): answers, "
+                "cancellations and notifications will not reach other processes",
+                name,
+            )
         self.subscriptions = Subscriptions(self.registry, bus, queue_size=subscription_queue_size)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         #: The handshake-era front (2025-11-25 and earlier), or None when switched off.
@@ -213,8 +223,9 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         if self._tasks is None:
             from .task_runner import Tasks
 
-            self._tasks = Tasks(self.runtime, store=self._make_task_store(),
-                                publish=self.subscriptions.publish_now)  # fmt: skip
+            self._tasks = Tasks(
+                self.runtime, store=self._make_task_store(), publish=self.subscriptions.publish_now
+            )
             self.subscriptions.sinks.add(self._tasks.control)
             self._dispatcher = None  # the tasks/* methods join the table
         return self._tasks
@@ -256,13 +267,15 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         if self._dispatcher is None:
             legacy_versions = c.LEGACY_VERSIONS if self.legacy is not None else ()
             supported = [*c.MODERN_VERSIONS, *legacy_versions]
-            table: MethodTable = method_table(self.registry, self.settings, self.subscriptions,
-                                              supported, self._tasks)  # fmt: skip
+            table: MethodTable = method_table(
+                self.registry, self.settings, self.subscriptions, supported, self._tasks
+            )
             if self._skills is not None:
                 table.update(self._skills.handlers())
             table.update({name: Handler(custom.answer) for name, custom in self._custom.items()})
-            notifications = {name: Handler(handler.receive)
-                             for name, handler in self._notifications.items()}  # fmt: skip
+            notifications = {
+                name: Handler(handler.receive) for name, handler in self._notifications.items()
+            }
             self._dispatcher = build_dispatcher(
                 table,
                 runtime=self.runtime,
@@ -283,8 +296,9 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         """A handshake-era ``initialize``: the new session (None when refused) and the
         response, through the middleware when there is any, as every other message."""
         assert self.legacy is not None
-        return await initialize_through_middleware(self.legacy, self._middleware, self.runtime,
-                                                   message, auth, http)  # fmt: skip
+        return await initialize_through_middleware(
+            self.legacy, self._middleware, self.runtime, message, auth, http
+        )
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
@@ -412,8 +426,15 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         if transport == "stdio":
             _serving("stdio")(self, **app_options)
         elif transport == "http":
-            _serving("http")(self, host=host, port=port, path=path, log_level=log_level,
-                             access_log=access_log, proxy_headers=proxy_headers,
-                             **app_options)  # fmt: skip
+            _serving("http")(
+                self,
+                host=host,
+                port=port,
+                path=path,
+                log_level=log_level,
+                access_log=access_log,
+                proxy_headers=proxy_headers,
+                **app_options,
+            )
         else:
             raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")

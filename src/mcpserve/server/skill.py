@@ -50,15 +50,33 @@ _RESERVED_METADATA = "io.modelcontextprotocol/"
 #: Media types by file suffix: a fixed table, so a skill is served alike on every machine
 #: (the ``mimetypes`` module reads the system's own tables).
 _MEDIA_TYPES = {
-    ".md": MARKDOWN, ".markdown": MARKDOWN, ".txt": "text/plain", ".csv": "text/csv",
-    ".html": "text/html", ".htm": "text/html", ".css": "text/css", ".xml": "application/xml",
-    ".json": "application/json", ".yaml": "application/yaml", ".yml": "application/yaml",
-    ".toml": "application/toml", ".py": "text/x-python", ".sh": "text/x-shellscript",
-    ".js": "text/javascript", ".mjs": "text/javascript", ".ts": "text/x-typescript",
-    ".sql": "application/sql", ".svg": "image/svg+xml", ".png": "image/png",
-    ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
-    ".pdf": "application/pdf", ".zip": "application/zip",
-}  # fmt: skip
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".txt": "text/plain",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".css": "text/css",
+    ".xml": "application/xml",
+    ".json": "application/json",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".py": "text/x-python",
+    ".sh": "text/x-shellscript",
+    ".js": "text/javascript",
+    ".mjs": "text/javascript",
+    ".ts": "text/x-typescript",
+    ".sql": "application/sql",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".pdf": "application/pdf",
+    ".zip": "application/zip",
+}
 
 
 class InvalidSkill(ValueError):
@@ -277,9 +295,16 @@ class Skill:
         """This skill below ``prefix`` (a mounting parent's namespace): the same frontmatter
         and files, at ``skill://<prefix>/<path>``."""
         moved = Skill.__new__(Skill)
-        moved._fill(self.frontmatter, f"{prefix}/{self.path}", self.documents,
-                    header=self.header, scopes=self.scopes, cache=self.cache,
-                    blocking=self.blocking, source=self.source)  # fmt: skip
+        moved._fill(
+            self.frontmatter,
+            f"{prefix}/{self.path}",
+            self.documents,
+            header=self.header,
+            scopes=self.scopes,
+            cache=self.cache,
+            blocking=self.blocking,
+            source=self.source,
+        )
         return moved
 
     def __repr__(self) -> str:

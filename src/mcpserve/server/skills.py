@@ -299,9 +299,11 @@ def _build_tree(files: Iterable[Resource]) -> dict[str, _Directory]:
             child = "skill://" + "/".join(segments[: depth + 1])
             entries = children.setdefault(parent, {})
             if child not in entries:
-                wire = resource.wire if depth + 1 == len(segments) else {
-                    "uri": child, "name": unquote(segments[depth]), "mimeType": DIRECTORY
-                }  # fmt: skip
+                wire = (
+                    resource.wire
+                    if depth + 1 == len(segments)
+                    else {"uri": child, "name": unquote(segments[depth]), "mimeType": DIRECTORY}
+                )
                 entries[child] = ([], wire)
             seen_by = entries[child][0]
             if resource.scopes not in seen_by:

@@ -117,9 +117,14 @@ class SQLiteTaskStore:
             outcome = await loop.run_in_executor(self._executor, operation, *args)
         except sqlite3.Error as exc:
             if self.available:
-                logger.warning("Task store: SQLite at %s failed (%s: %s) while trying to %s; "
-                               "task requests get errors until it works", self.path,
-                               type(exc).__name__, exc, what)  # fmt: skip
+                logger.warning(
+                    "Task store: SQLite at %s failed (%s: %s) while trying to %s; "
+                    "task requests get errors until it works",
+                    self.path,
+                    type(exc).__name__,
+                    exc,
+                    what,
+                )
                 self.available = False
             raise TaskStoreUnavailable(f"The task store could not {what}") from exc
         if not self.available:
@@ -164,9 +169,11 @@ class SQLiteTaskStore:
     def _create(self, record: TaskRecord) -> None:
         now = time.time()
         with self._write() as db:
-            db.execute("DELETE FROM tasks WHERE task_id IN "
-                       "(SELECT task_id FROM tasks WHERE expires_at <= ? LIMIT ?)",
-                       (now, SWEEP_BATCH))  # fmt: skip
+            db.execute(
+                "DELETE FROM tasks WHERE task_id IN "
+                "(SELECT task_id FROM tasks WHERE expires_at <= ? LIMIT ?)",
+                (now, SWEEP_BATCH),
+            )
             (live,) = db.execute(
                 "SELECT COUNT(*) FROM tasks WHERE principal IS ? AND expires_at > ?",
                 (record.principal, now),
@@ -174,9 +181,10 @@ class SQLiteTaskStore:
             if live >= self.max_tasks_per_principal:
                 raise TooManyTasks
             try:
-                db.execute("INSERT INTO tasks VALUES (?, ?, ?, ?)",
-                           (record.task_id, record.principal, record.expires_at,
-                            _dumps(record.to_dict())))  # fmt: skip
+                db.execute(
+                    "INSERT INTO tasks VALUES (?, ?, ?, ?)",
+                    (record.task_id, record.principal, record.expires_at, _dumps(record.to_dict())),
+                )
             except sqlite3.IntegrityError:
                 raise ValueError(f"Task {record.task_id} exists already") from None
 
@@ -212,8 +220,9 @@ class SQLiteTaskStore:
 
 
 def _read(db: sqlite3.Connection, task_id: str, now: float) -> TaskRecord | None:
-    row = db.execute("SELECT record FROM tasks WHERE task_id = ? AND expires_at > ?",
-                     (task_id, now)).fetchone()  # fmt: skip
+    row = db.execute(
+        "SELECT record FROM tasks WHERE task_id = ? AND expires_at > ?", (task_id, now)
+    ).fetchone()
     return None if row is None else TaskRecord.from_dict(orjson.loads(row[0]))
 
 

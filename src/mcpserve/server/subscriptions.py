@@ -46,8 +46,17 @@ _LIST_FILTERS = {
 class Listener:
     """One open subscription: its id, honoured filter and pending notifications."""
 
-    __slots__ = ("_wake", "ended", "filter", "id", "pending", "queue_size", "task", "task_ids",
-                 "uris")  # fmt: skip
+    __slots__ = (
+        "_wake",
+        "ended",
+        "filter",
+        "id",
+        "pending",
+        "queue_size",
+        "task",
+        "task_ids",
+        "uris",
+    )
 
     def __init__(
         self,
@@ -233,9 +242,12 @@ class Subscriptions:
                 continue
             if not listener.offer(method, event):
                 self.overflows += 1
-                logger.warning("Subscription %r fell %d notifications behind; ending it "
-                               "(the client will listen again)", listener.id,
-                               listener.queue_size)  # fmt: skip
+                logger.warning(
+                    "Subscription %r fell %d notifications behind; ending it "
+                    "(the client will listen again)",
+                    listener.id,
+                    listener.queue_size,
+                )
                 listener.end()
 
     # -- the method ---------------------------------------------------------------------
@@ -254,8 +266,7 @@ class Subscriptions:
         }
         uris = requested.get("resourceSubscriptions")
         if isinstance(uris, list):
-            known = [uri for uri in uris
-                     if isinstance(uri, str) and _served(registry, uri, auth)]  # fmt: skip
+            known = [uri for uri in uris if isinstance(uri, str) and _served(registry, uri, auth)]
             if known:
                 honoured["resourceSubscriptions"] = known
         return honoured
@@ -308,8 +319,11 @@ def _served(registry: Registry, uri: str, auth: Auth) -> bool:
         return not auth.missing(found[0].scopes)
     prefix = uri.rstrip("/") + "/"
     off = registry.disabled["resources"]
-    return any(key.startswith(prefix) for key in (*registry.resources, *registry.templates)
-               if key not in off)  # fmt: skip
+    return any(
+        key.startswith(prefix)
+        for key in (*registry.resources, *registry.templates)
+        if key not in off
+    )
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -33,8 +33,9 @@ class TaskMethods:
 
     def _require_extension(self, ctx: Context, what: str) -> None:
         if not self.tasks.declared(ctx):
-            raise MissingClientCapability(REQUIRED_EXTENSION, f"{what} needs the {TASKS_EXTENSION} "
-                                          "extension")  # fmt: skip
+            raise MissingClientCapability(
+                REQUIRED_EXTENSION, f"{what} needs the {TASKS_EXTENSION} extension"
+            )
 
     async def _lookup(self, task_id: str) -> TaskRecord | None:
         try:
@@ -85,8 +86,9 @@ class TaskMethods:
     async def _tell(self, record: TaskRecord, do: str, **details: Any) -> None:
         """The process whose lease the task holds acts on it (``Tasks.control``)."""
         if self.tasks.publish is not None:
-            await self.tasks.publish({"type": CONTROL_EVENT, "taskId": record.task_id,
-                                      "do": do, **details})  # fmt: skip
+            await self.tasks.publish(
+                {"type": CONTROL_EVENT, "taskId": record.task_id, "do": do, **details}
+            )
 
     async def listened(self, ctx: Context, requested: list[Any]) -> list[str]:
         """The task ids a ``subscriptions/listen`` may hear of: the caller's own."""

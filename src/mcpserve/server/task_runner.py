@@ -205,9 +205,14 @@ class Tasks:
         except TaskStoreUnavailable:  # the store logged why; the next change tries again
             logger.warning("Task %s: its new state could not be saved", record.task_id)
         if self.publish is not None:
-            await self.publish({"type": "task", "taskId": record.task_id,
-                                "principal": record.principal,
-                                "task": record.detailed()})  # fmt: skip
+            await self.publish(
+                {
+                    "type": "task",
+                    "taskId": record.task_id,
+                    "principal": record.principal,
+                    "task": record.detailed(),
+                }
+            )
 
     # -- starting --------------------------------------------------------------------------
 
@@ -252,10 +257,14 @@ class Tasks:
         self, ctx: TaskContext, started: asyncio.Future[TaskRecord], message: str | None
     ) -> RunningTask:
         """Create the task (durably, before anyone hears of it) for the call ``ctx`` runs."""
-        record = TaskRecord(ctx.principal, ttl_ms=self.ttl_ms,
-                            poll_interval_ms=self.poll_interval_ms,
-                            status_message=message, owner=self.instance,
-                            lease_until=time.time() + self.lease_seconds)  # fmt: skip
+        record = TaskRecord(
+            ctx.principal,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            status_message=message,
+            owner=self.instance,
+            lease_until=time.time() + self.lease_seconds,
+        )
         try:
             await self.store.create(record)
         except TooManyTasks:
@@ -304,8 +313,7 @@ class Tasks:
             error = InternalError("A task cannot answer input_required: ask with ctx.elicit")
             await running.finish("failed", error=error)
         elif len(dumps(result)) > self.max_result_bytes:
-            error = InternalError(f"The task's result is larger than {self.max_result_bytes} "
-                                  "bytes")  # fmt: skip
+            error = InternalError(f"The task's result is larger than {self.max_result_bytes} bytes")
             await running.finish("failed", error=error)
         else:
             result.setdefault("resultType", "complete")

@@ -50,9 +50,21 @@ def iso(timestamp: float) -> str:
 class TaskRecord:
     """What a client can see of one task."""
 
-    __slots__ = ("created_at", "error", "input_requests", "lease_until", "owner",
-                 "poll_interval_ms", "principal", "result", "status", "status_message",
-                 "task_id", "ttl_ms", "updated_at")  # fmt: skip
+    __slots__ = (
+        "created_at",
+        "error",
+        "input_requests",
+        "lease_until",
+        "owner",
+        "poll_interval_ms",
+        "principal",
+        "result",
+        "status",
+        "status_message",
+        "task_id",
+        "ttl_ms",
+        "updated_at",
+    )
 
     def __init__(
         self,
@@ -83,13 +95,21 @@ class TaskRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, as JSON can carry it (times are epoch seconds)."""
-        return {"task_id": self.task_id, "principal": self.principal, "status": self.status,
-                "status_message": self.status_message, "created_at": self.created_at,
-                "updated_at": self.updated_at, "ttl_ms": self.ttl_ms,
-                "poll_interval_ms": self.poll_interval_ms,
-                "input_requests": dict(self.input_requests), "result": self.result,
-                "error": self.error, "owner": self.owner,
-                "lease_until": self.lease_until}  # fmt: skip
+        return {
+            "task_id": self.task_id,
+            "principal": self.principal,
+            "status": self.status,
+            "status_message": self.status_message,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "ttl_ms": self.ttl_ms,
+            "poll_interval_ms": self.poll_interval_ms,
+            "input_requests": dict(self.input_requests),
+            "result": self.result,
+            "error": self.error,
+            "owner": self.owner,
+            "lease_until": self.lease_until,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TaskRecord:

@@ -82,8 +82,15 @@ def error_result(message: str) -> dict[str, Any]:
 class Tool(Registered):
     """A registered tool. Build one with ``@server.tool`` or ``server.add_tool``."""
 
-    __slots__ = ("header_params", "header_types", "output", "output_check", "raw_schema",
-                 "request_state", "requires")  # fmt: skip
+    __slots__ = (
+        "header_params",
+        "header_types",
+        "output",
+        "output_check",
+        "raw_schema",
+        "request_state",
+        "requires",
+    )
 
     def __init__(
         self,
@@ -109,8 +116,9 @@ class Tool(Registered):
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
         if request_state not in REQUEST_STATE_KEEPERS:
-            raise ValueError(f'Tool {name!r}: request_state must be "sealed" or "handler", '
-                             f"not {request_state!r}")  # fmt: skip
+            raise ValueError(
+                f'Tool {name!r}: request_state must be "sealed" or "handler", not {request_state!r}'
+            )
         super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
         #: Who keeps the requestState of its rounds: mcpserve ("sealed") or the function.
         self.request_state: RequestStateKeeper = request_state
@@ -138,8 +146,15 @@ class Tool(Registered):
         published_output = output_schema if output_schema is not None else self.output.schema
         if published_output is not None:
             fields["outputSchema"] = published_output
-        self.wire = list_entry(fn, fields, title=title, description=description,
-                               annotations=annotations, icons=icons, _meta=meta)  # fmt: skip
+        self.wire = list_entry(
+            fn,
+            fields,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            _meta=meta,
+        )
 
     @property
     def name(self) -> str:
@@ -234,8 +249,12 @@ class Tool(Registered):
 
     def _invalid_result(self, why: str) -> InternalError:
         ref = new_ref()
-        logger.error("Tool %r returned a result that does not fit its output schema (ref %s): "
-                     "%s", self.key, ref, why)  # fmt: skip
+        logger.error(
+            "Tool %r returned a result that does not fit its output schema (ref %s): %s",
+            self.key,
+            ref,
+            why,
+        )
         return InternalError(f"Tool {self.key} returned an invalid result (ref {ref})")
 
 

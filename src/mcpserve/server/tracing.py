@@ -36,8 +36,11 @@ from .context import Context
 
 Tracing = Any  # bool | None | opentelemetry.trace.TracerProvider
 MethodHandler = Callable[[Context], Awaitable[dict[str, Any]]]
-_TARGETS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name",
-            "resources/read": "mcp.resource.uri"}  # fmt: skip
+_TARGETS = {
+    "tools/call": "gen_ai.tool.name",
+    "prompts/get": "gen_ai.prompt.name",
+    "resources/read": "mcp.resource.uri",
+}
 
 
 def tracer_for(tracing: Tracing) -> Any | None:
@@ -65,9 +68,12 @@ def tracer_for(tracing: Tracing) -> Any | None:
 
 def traced(table: dict[str, Handler[Context]], tracer: Any) -> dict[str, Handler[Context]]:
     """Each handler of ``table`` inside a span."""
-    return {name: Handler(_span_around(name, handler.call, tracer), resolve=handler.resolve,
-                          scopes=handler.scopes)
-            for name, handler in table.items()}  # fmt: skip
+    return {
+        name: Handler(
+            _span_around(name, handler.call, tracer), resolve=handler.resolve, scopes=handler.scopes
+        )
+        for name, handler in table.items()
+    }
 
 
 def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler:
@@ -81,9 +87,11 @@ def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler
         params = request.params
         target = params.get("uri" if method == "resources/read" else "name")
         target = target if isinstance(target, str) else None
-        attributes: dict[str, Any] = {"mcp.method.name": method,
-                                      "mcp.protocol.version": request.meta.protocol_version,
-                                      "jsonrpc.request.id": str(request.id)}  # fmt: skip
+        attributes: dict[str, Any] = {
+            "mcp.method.name": method,
+            "mcp.protocol.version": request.meta.protocol_version,
+            "jsonrpc.request.id": str(request.id),
+        }
         if target_key is not None and target is not None:
             attributes[target_key] = target[:200]
         if method == "tools/call":
@@ -92,9 +100,13 @@ def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler
         parent = propagate.extract(carrier) if carrier else None
         name = f"{method} {target[:200]}" if target is not None else method
         with tracer.start_as_current_span(
-            name, context=parent, kind=SpanKind.SERVER, attributes=attributes,
-            record_exception=False, set_status_on_exception=False,
-        ) as span:  # fmt: skip
+            name,
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
             try:
                 result = await call(ctx)
             except MCPError as exc:

@@ -132,8 +132,12 @@ class ArgumentStep:
         if self.refused:
             passed = self.refused.intersection(given)
             if passed:
-                raise InvalidArguments([f"{name}: this argument is set by the server; leave it "
-                                        "out" for name in sorted(passed)])  # fmt: skip
+                raise InvalidArguments(
+                    [
+                        f"{name}: this argument is set by the server; leave it out"
+                        for name in sorted(passed)
+                    ]
+                )
         if self.check is not None:
             problems = self.check.problems(given)
             if problems:
@@ -199,17 +203,19 @@ def _published(tool: Tool, name: str, changes: ToolChanges) -> tuple[Result, Arg
     for what, names in (("a new default", defaults.keys()), ("a narrowed schema", narrowed)):
         both = sorted(hidden & set(names))
         if both:
-            raise ValueError(f"{where}: {', '.join(map(repr, both))} cannot be hidden and "
-                             f"have {what}")  # fmt: skip
+            raise ValueError(
+                f"{where}: {', '.join(map(repr, both))} cannot be hidden and have {what}"
+            )
     required = list(schema.get("required", ()))
     for argument in sorted(hide - fixed.keys()):
         if argument in required:
-            raise ValueError(f"{where}: {argument!r} is required, so hiding it needs a value: "
-                             f"fixed={{{argument!r}: ...}}")  # fmt: skip
+            raise ValueError(
+                f"{where}: {argument!r} is required, so hiding it needs a value: "
+                f"fixed={{{argument!r}: ...}}"
+            )
     for argument, keywords in narrowed.items():
         if not isinstance(keywords, Mapping):
-            raise TypeError(f"{where}: schema[{argument!r}] must be a dict of JSON Schema "
-                            "keywords")  # fmt: skip
+            raise TypeError(f"{where}: schema[{argument!r}] must be a dict of JSON Schema keywords")
         properties[argument] = {**properties[argument], **keywords}
     for argument, value in fixed.items():
         _check_value(where, "fixed", original, original["properties"][argument], argument, value)
@@ -241,8 +247,9 @@ def _check_value(
         jsonschema.Draft202012Validator(schema).iter_errors(value)
     )
     if error is not None:
-        raise ValueError(f"{where}: the {what} value for {argument!r} does not fit its "
-                         f"schema: {error.message}")  # fmt: skip
+        raise ValueError(
+            f"{where}: the {what} value for {argument!r} does not fit its schema: {error.message}"
+        )
 
 
 def transform_tool(

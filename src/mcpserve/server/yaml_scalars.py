@@ -49,13 +49,36 @@ _OLD_OTHER = re.compile(
     r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?"
     r"|<<|="
 )
-_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v",
-            "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
-            "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029"}  # fmt: skip
+_ESCAPES = {
+    "0": "\0",
+    "a": "\a",
+    "b": "\b",
+    "t": "\t",
+    "\t": "\t",
+    "n": "\n",
+    "v": "\v",
+    "f": "\f",
+    "r": "\r",
+    "e": "\x1b",
+    " ": " ",
+    '"': '"',
+    "/": "/",
+    "\\": "\\",
+    "N": "\x85",
+    "_": "\xa0",
+    "L": "\u2028",
+    "P": "\u2029",
+}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_UNSUPPORTED = {"&": "anchors", "*": "aliases", "!": "tags", "%": "directives",
-                "@": "reserved characters", "`": "reserved characters"}  # fmt: skip
+_UNSUPPORTED = {
+    "&": "anchors",
+    "*": "aliases",
+    "!": "tags",
+    "%": "directives",
+    "@": "reserved characters",
+    "`": "reserved characters",
+}
 _MULTI_LINE_QUOTE = (
     "the quoted value does not end on its line (for text over several lines use a | or > block)"
 )

@@ -100,8 +100,9 @@ class DisconnectWatch:
             self._timer = None
             return
         soonest = now + self.after / _GRAIN
-        self._timer = loop.call_at(max(queue[0].started + self.after, soonest),
-                                   self._start_watchers)  # fmt: skip
+        self._timer = loop.call_at(
+            max(queue[0].started + self.after, soonest), self._start_watchers
+        )
 
 
 async def _watch(watched: _Watched) -> None:

@@ -282,8 +282,9 @@ class HTTPApp:
             await send_json(send, 400, error_response(readable_id(message), exc))
             return
         if self.legacy is not None and self.legacy.claims(message, kind, headers):
-            await self.legacy.post(message, kind, hh.decode_headers(raw), auth, receive, send,
-                                   http=scope)  # fmt: skip
+            await self.legacy.post(
+                message, kind, hh.decode_headers(raw), auth, receive, send, http=scope
+            )
             return
         if kind is Kind.NOTIFICATION:
             try:
@@ -339,9 +340,12 @@ class HTTPApp:
         assert self.resource_server is not None
         cors = [(b"access-control-allow-origin", b"*")]
         if method == "OPTIONS":  # a CORS preflight
-            preflight = [*cors, (b"access-control-allow-methods", b"GET, OPTIONS"),
-                         (b"access-control-allow-headers", b"*"),
-                         (b"access-control-max-age", b"86400")]  # fmt: skip
+            preflight = [
+                *cors,
+                (b"access-control-allow-methods", b"GET, OPTIONS"),
+                (b"access-control-allow-headers", b"*"),
+                (b"access-control-max-age", b"86400"),
+            ]
             await send_plain(send, 204, b"", preflight)
         elif method in ("GET", "HEAD"):
             headers = [*cors, (b"cache-control", b"public, max-age=3600")]
@@ -383,8 +387,9 @@ class HTTPApp:
             response = answer if isinstance(answer, dict) else await answer
             await send_answer(send, response, self.challenge, request.http_status)
             return
-        stream = ResponseStream(send, accepts_sse(_text(headers.get(b"accept"))),
-                                self.keepalive_seconds, self.challenge)  # fmt: skip
+        stream = ResponseStream(
+            send, accepts_sse(_text(headers.get(b"accept"))), self.keepalive_seconds, self.challenge
+        )
         if stream.sse_allowed:
             request.send = stream.notify
         try:

@@ -92,11 +92,15 @@ class LegacyHTTP:
         self._subscriptions = server.subscriptions
         self.max_requests_per_session = max_requests_per_session
         shared = (
-            SharedSessions(server.redis_url, namespace=server.name,
-                           max_sessions=max_sessions, idle_seconds=idle_seconds)
+            SharedSessions(
+                server.redis_url,
+                namespace=server.name,
+                max_sessions=max_sessions,
+                idle_seconds=idle_seconds,
+            )
             if server.redis_url
             else None
-        )  # fmt: skip
+        )
         local = SessionStore(max_sessions=max_sessions, idle_seconds=idle_seconds)
         self.sessions = SessionDirectory(local, shared, server.subscriptions)
 
@@ -167,8 +171,9 @@ class LegacyHTTP:
             dispatcher = self.server.dispatcher
             if dispatcher.receives(message["method"]):
                 await dispatcher.notify(message, auth=auth, session=session.session, http=http)
-        await send({"type": "http.response.start", "status": 202,
-                    "headers": [(b"content-length", b"0")]})  # fmt: skip
+        await send(
+            {"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]}
+        )
         await send({"type": "http.response.body", "body": b""})
 
     async def _initialize(
@@ -202,9 +207,11 @@ class LegacyHTTP:
             await send_json(send, 400, error_response(request_id, refuse_duplicate_id()))
             return
         if len(session.tasks) >= self.max_requests_per_session:  # "Requests in flight per session"
-            error = InvalidRequest(f"Too many requests in flight in this session (at most "
-                                   f"{self.max_requests_per_session}); wait for answers "
-                                   "first")  # fmt: skip
+            error = InvalidRequest(
+                f"Too many requests in flight in this session (at most "
+                f"{self.max_requests_per_session}); wait for answers "
+                "first"
+            )
             await send_json(send, 429, error_response(request_id, error))
             return
         stream = session.new_stream()
@@ -245,9 +252,9 @@ class LegacyHTTP:
         before = session.session.state()
         try:
             try:
-                request = dispatcher.prepare(message, send=sink, auth=auth,
-                                             session=session.session, ask=ask,
-                                             http=http)  # fmt: skip
+                request = dispatcher.prepare(
+                    message, send=sink, auth=auth, session=session.session, ask=ask, http=http
+                )
                 if request.inline:
                     answer = dispatcher.execute_inline(request)
                     response = answer if isinstance(answer, dict) else await answer
@@ -295,8 +302,13 @@ class LegacyHTTP:
         elif method == "GET":
             await self._get(session, headers, receive, send)
         else:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-length", b"0")]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-length", b"0")],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
 
     async def _get(

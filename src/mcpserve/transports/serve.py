@@ -120,9 +120,18 @@ def run_http(
             end_listens_on_exit_signals(server)
             return app
 
-        config = uvicorn.Config(load, factory=True, host=host, port=port, lifespan="on",
-                                log_level=log_level, loop="auto", http="auto",
-                                access_log=access_log, proxy_headers=proxy_headers)  # fmt: skip
+        config = uvicorn.Config(
+            load,
+            factory=True,
+            host=host,
+            port=port,
+            lifespan="on",
+            log_level=log_level,
+            loop="auto",
+            http="auto",
+            access_log=access_log,
+            proxy_headers=proxy_headers,
+        )
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
             _announcing(uvicorn.Server)(config).run(sockets=[sock])
     finally:

@@ -72,9 +72,13 @@ class SharedSessions:
         # One hash slot for all keys ({...}), so the create script also runs on Redis Cluster.
         self._prefix = f"mcpserve:{{{namespace}}}:"
         self._index = self._prefix + "sessions"
-        self._link = RedisLink(url, logger=logger, name="Shared sessions",
-                               consequence="handshake-era requests get errors until it is back",
-                               error=StoreUnavailable)  # fmt: skip
+        self._link = RedisLink(
+            url,
+            logger=logger,
+            name="Shared sessions",
+            consequence="handshake-era requests get errors until it is back",
+            error=StoreUnavailable,
+        )
         self._create: Any = None
         self._load: Any = None
 
@@ -99,21 +103,33 @@ class SharedSessions:
         """Record a new session; False when ``max_sessions`` are live already."""
         self._client()
         now = time.time()
-        created = await self._run("create a session", self._create(
-            keys=[self._index, self._key(session_id)],
-            args=[now, now + self.idle_seconds, self.max_sessions, self._ttl(), session_id,
-                  orjson.dumps(session.agreed())],
-        ))  # fmt: skip
+        created = await self._run(
+            "create a session",
+            self._create(
+                keys=[self._index, self._key(session_id)],
+                args=[
+                    now,
+                    now + self.idle_seconds,
+                    self.max_sessions,
+                    self._ttl(),
+                    session_id,
+                    orjson.dumps(session.agreed()),
+                ],
+            ),
+        )
         return bool(created)
 
     async def load(self, session_id: str) -> Session | None:
         """The session's current facts (renewing its lease), or None if it does not exist."""
         self._client()
         key = self._key(session_id)
-        found = await self._run("read a session", self._load(
-            keys=[self._index, key, key + ":subs"],
-            args=[self._ttl(), time.time() + self.idle_seconds, session_id],
-        ))  # fmt: skip
+        found = await self._run(
+            "read a session",
+            self._load(
+                keys=[self._index, key, key + ":subs"],
+                args=[self._ttl(), time.time() + self.idle_seconds, session_id],
+            ),
+        )
         if found is None:
             return None
         agreed, level, subscriptions = found

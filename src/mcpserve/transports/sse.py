@@ -104,8 +104,9 @@ class EventStream:
                 frames = [frame for seq, frame in self.events if seq > sent]
                 if frames:
                     sent = self.events[-1][0]
-                    await send({"type": "http.response.body", "body": b"".join(frames),
-                                "more_body": True})  # fmt: skip
+                    await send(
+                        {"type": "http.response.body", "body": b"".join(frames), "more_body": True}
+                    )
                 if self._detach_retry_ms is not None and not self.finished:
                     retry = b"retry: %d\n\n" % self._detach_retry_ms
                     self._detach_retry_ms = None
@@ -120,8 +121,13 @@ class EventStream:
                 try:
                     await asyncio.wait_for(self._wake.wait(), keepalive)
                 except TimeoutError:
-                    await send({"type": "http.response.body", "body": b": keepalive\n\n",
-                                "more_body": True})  # fmt: skip
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": b": keepalive\n\n",
+                            "more_body": True,
+                        }
+                    )
         finally:
             if mine == self._connection:
                 self._attached = False

@@ -337,8 +337,10 @@ async def serve_stdio(
     if server.auth is not None:
         # The spec's authorization is for HTTP; over stdio the process that started this
         # server is the client, and the server takes its own credentials from the environment.
-        logger.info("auth= applies to HTTP only: over stdio every request is trusted and "
-                    "scopes restrict nothing")  # fmt: skip
+        logger.info(
+            "auth= applies to HTTP only: over stdio every request is trusted and "
+            "scopes restrict nothing"
+        )
     with _protocol_stdout() as protocol_fd:
         _widen_pipe(sys.stdin.fileno())  # big requests arrive in fewer reads too
         reader = await _stdin_reader(max_message_bytes)

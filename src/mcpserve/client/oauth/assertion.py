@@ -56,8 +56,14 @@ class PrivateKeyJWT:
         with needs_extra("private_key_jwt (a signed client assertion)", extra="auth"):
             import jwt
         now = int(time.time())
-        claims = {"iss": client_id, "sub": client_id, "aud": audience, "iat": now,
-                  "exp": now + LIFETIME_SECONDS, "jti": os.urandom(16).hex()}  # fmt: skip
+        claims = {
+            "iss": client_id,
+            "sub": client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + LIFETIME_SECONDS,
+            "jti": os.urandom(16).hex(),
+        }
         headers = {"kid": self.key_id} if self.key_id else None
         try:
             return jwt.encode(claims, self._key, algorithm=self.algorithm, headers=headers)

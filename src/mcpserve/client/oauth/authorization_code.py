@@ -140,10 +140,16 @@ class OAuth(OAuthFlow):
             )
         grant_types = ("authorization_code", "refresh_token")
         client = await self._bounded(
-            register_client(http, issuer, client_name=self.client_name, redirect_uri=redirect_uri,
-                            grant_types=grant_types, http_timeout=self.timeout),
+            register_client(
+                http,
+                issuer,
+                client_name=self.client_name,
+                redirect_uri=redirect_uri,
+                grant_types=grant_types,
+                http_timeout=self.timeout,
+            ),
             f"Registering at {issuer.issuer}",
-        )  # fmt: skip
+        )
         await self.storage.save_client(issuer.issuer, client)
         return client
 
@@ -202,10 +208,17 @@ class OAuth(OAuthFlow):
             "code_verifier": verifier,
         }
         return await self._bounded(
-            request_tokens(http, issuer, client, form, resource=resource.resource,
-                           requested=requested, http_timeout=self.timeout),
+            request_tokens(
+                http,
+                issuer,
+                client,
+                form,
+                resource=resource.resource,
+                requested=requested,
+                http_timeout=self.timeout,
+            ),
             f"Exchanging the authorization code at {issuer.issuer}",
-        )  # fmt: skip
+        )
 
 
 def _redirect_registered(client: ClientRegistration, redirect_uri: str) -> bool:

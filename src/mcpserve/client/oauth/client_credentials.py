@@ -50,8 +50,9 @@ class ClientCredentials(UnattendedGrant):
         max_step_ups: int = 1,
     ) -> None:
         if not client_id or (not client_secret) == (private_key is None):
-            raise ValueError("ClientCredentials needs a client_id and either a client_secret "
-                             "or a private_key")  # fmt: skip
+            raise ValueError(
+                "ClientCredentials needs a client_id and either a client_secret or a private_key"
+            )
         super().__init__(
             private_key=private_key,
             signing_algorithm=signing_algorithm,

@@ -50,8 +50,10 @@ def choose_auth_method(issuer: IssuerMetadata, client: ClientRegistration) -> st
     method = client.token_endpoint_auth_method
     if method is not None:
         if method not in _SUPPORTED_METHODS:
-            raise OAuthError(f"The client authentication method {method!r} is not supported "
-                             f"(supported: {', '.join(_SUPPORTED_METHODS)})")  # fmt: skip
+            raise OAuthError(
+                f"The client authentication method {method!r} is not supported "
+                f"(supported: {', '.join(_SUPPORTED_METHODS)})"
+            )
         return method
     if client.client_assertion is not None:
         return _KEY_METHOD
@@ -72,8 +74,10 @@ def authenticate(
     (``audience``: the issuer, which a ``private_key_jwt`` assertion names)."""
     if method == _KEY_METHOD:
         if client.client_assertion is None:
-            raise OAuthError(f"The client {client.client_id!r} must authenticate with "
-                             "private_key_jwt, but was given no private_key")  # fmt: skip
+            raise OAuthError(
+                f"The client {client.client_id!r} must authenticate with "
+                "private_key_jwt, but was given no private_key"
+            )
         form["client_id"] = client.client_id
         form["client_assertion_type"] = ASSERTION_TYPE
         form["client_assertion"] = client.client_assertion.assertion(client.client_id, audience)
@@ -195,9 +199,14 @@ async def register_client(
     }
     what = "Registering the client"
     status, answer = await _answer(
-        http, "POST", endpoint, what, json=metadata, headers={"Accept": "application/json"},
+        http,
+        "POST",
+        endpoint,
+        what,
+        json=metadata,
+        headers={"Accept": "application/json"},
         timeout=http_timeout,
-    )  # fmt: skip
+    )
     if status not in (200, 201) or not isinstance(answer, dict) or "error" in answer:
         raise _refusal(what, endpoint, status, answer)
     client_id = answer.get("client_id")

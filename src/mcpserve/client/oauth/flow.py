@@ -156,8 +156,11 @@ class OAuthFlow(ABC):
                 return current
             union = _step_up_scopes(sent, challenge.scope or ())
             if union is None:
-                logger.info("%s still refuses scope %s; not asking again", server_url,
-                            " ".join(challenge.scope or ()) or "(none named)")  # fmt: skip
+                logger.info(
+                    "%s still refuses scope %s; not asking again",
+                    server_url,
+                    " ".join(challenge.scope or ()) or "(none named)",
+                )
                 return None
             logger.info("Stepping up to scope %s for %s", " ".join(union), server_url)
             return await self._authorize(server_url, challenge, union, http)
@@ -218,8 +221,12 @@ class OAuthFlow(ABC):
         issuer = await self._choose_issuer(resource, http)
         if scopes is None:
             scopes = self.scopes or challenge.scope or resource.scopes_supported or None
-        logger.info("Authorizing at %s for %s (scope %s)", issuer.issuer, resource.resource,
-                    " ".join(scopes) if scopes else "not sent")  # fmt: skip
+        logger.info(
+            "Authorizing at %s for %s (scope %s)",
+            issuer.issuer,
+            resource.resource,
+            " ".join(scopes) if scopes else "not sent",
+        )
         tokens = await self._obtain(http, resource, issuer, scopes)
         await self.storage.save_tokens(canonical_resource(server_url), tokens)
         return tokens
@@ -275,10 +282,17 @@ class OAuthFlow(ABC):
                 return None
             form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
             answer = await self._bounded(
-                request_tokens(http, issuer, client, form, resource=tokens.resource,
-                               requested=tokens.scopes, http_timeout=self.timeout),
+                request_tokens(
+                    http,
+                    issuer,
+                    client,
+                    form,
+                    resource=tokens.resource,
+                    requested=tokens.scopes,
+                    http_timeout=self.timeout,
+                ),
                 f"Refreshing the token at {issuer.issuer}",
-            )  # fmt: skip
+            )
         except OAuthError as failure:
             logger.info("Could not refresh the token for %s: %s", key, failure)
             return None

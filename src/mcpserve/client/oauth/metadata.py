@@ -147,8 +147,10 @@ async def fetch_resource_metadata(
         resource = document.get("resource") if isinstance(document, dict) else None
         servers = _strings(document.get("authorization_servers")) if resource else None
         if not isinstance(resource, str) or not servers:
-            failures.append(f"{url} is not protected resource metadata (it needs a resource "
-                            "and authorization_servers)")  # fmt: skip
+            failures.append(
+                f"{url} is not protected resource metadata (it needs a resource "
+                "and authorization_servers)"
+            )
             continue
         if not resource_covers(resource, server_url):
             raise OAuthError(

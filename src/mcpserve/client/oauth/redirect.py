@@ -90,8 +90,9 @@ def authorization_code(callback: str, *, state: str, issuer: str, iss_required: 
     if "error" in params:
         description = params.get("error_description")
         said = f": {description}" if description else ""
-        raise OAuthError(f"The authorization was refused ({params['error']}){said}",
-                         error=params["error"])  # fmt: skip
+        raise OAuthError(
+            f"The authorization was refused ({params['error']}){said}", error=params["error"]
+        )
     code = params.get("code")
     if not code:
         raise OAuthError("The authorization response has no code")

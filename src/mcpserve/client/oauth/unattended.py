@@ -70,10 +70,17 @@ class UnattendedGrant(OAuthFlow):
         if scopes:
             form["scope"] = " ".join(scopes)
         return await self._bounded(
-            request_tokens(http, issuer, client, form, resource=resource, requested=scopes,
-                           http_timeout=self.timeout),
+            request_tokens(
+                http,
+                issuer,
+                client,
+                form,
+                resource=resource,
+                requested=scopes,
+                http_timeout=self.timeout,
+            ),
             f"The {self.request_name} at {issuer.issuer}",
-        )  # fmt: skip
+        )
 
     async def _renew(self, key: str, tokens: Tokens, http: httpx2.AsyncClient) -> Tokens | None:
         refreshed = await self._refresh(key, tokens, http)

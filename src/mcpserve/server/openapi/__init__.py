@@ -96,8 +96,10 @@ def load_document(spec: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
         try:
             spec = orjson.loads(spec)
         except orjson.JSONDecodeError:
-            raise ValueError("The OpenAPI document is not JSON. YAML is not read: parse it "
-                             "first (yaml.safe_load) and pass the dict") from None  # fmt: skip
+            raise ValueError(
+                "The OpenAPI document is not JSON. YAML is not read: parse it "
+                "first (yaml.safe_load) and pass the dict"
+            ) from None
     if not isinstance(spec, Mapping):
         raise ValueError(f"An OpenAPI document is a JSON object, not {type(spec).__name__}")
     version = spec.get("openapi")
@@ -126,8 +128,9 @@ async def fetch_openapi(client: httpx2.AsyncClient, url: str) -> dict[str, Any]:
     """
     response = await client.get(url)
     if not 200 <= response.status_code < 300:
-        raise ValueError(f"Fetching the OpenAPI document at {url} answered HTTP "
-                         f"{response.status_code}")  # fmt: skip
+        raise ValueError(
+            f"Fetching the OpenAPI document at {url} answered HTTP {response.status_code}"
+        )
     return load_document(response.content)
 
 
@@ -146,9 +149,11 @@ def operation_tools(
 
     _check_options(selection)
     if is_url(spec):
-        raise TypeError("add_openapi() takes the document, not its URL: fetch it first, "
-                        "spec = await fetch_openapi(client, url), or use "
-                        "Server.from_openapi(url, client=...)")  # fmt: skip
+        raise TypeError(
+            "add_openapi() takes the document, not its URL: fetch it first, "
+            "spec = await fetch_openapi(client, url), or use "
+            "Server.from_openapi(url, client=...)"
+        )
     prefix = selection.get("prefix", "")
     if not _PREFIX.fullmatch(prefix):
         raise ValueError(f"prefix {prefix!r} may only use A-Z, a-z, 0-9, '_', '-' and '.'")
@@ -164,15 +169,19 @@ def operation_tools(
     translator = Translator(document)
     names = set(taken)
     tools: list[OperationTool] = []
-    chosen = [(operation, path_item) for operation, path_item in operations
-              if (wanted is None or operation.operation_id in wanted)
-              and (tags is None or not tags.isdisjoint(operation.tags))
-              and (include is None or include(operation))]  # fmt: skip
+    chosen = [
+        (operation, path_item)
+        for operation, path_item in operations
+        if (wanted is None or operation.operation_id in wanted)
+        and (tags is None or not tags.isdisjoint(operation.tags))
+        and (include is None or include(operation))
+    ]
     for operation, path_item in chosen:
         name = _unique(_tool_name(prefix, operation), names)
         try:
-            plan = build_plan(translator, document, operation.path, path_item,
-                              dict(operation.operation))  # fmt: skip
+            plan = build_plan(
+                translator, document, operation.path, path_item, dict(operation.operation)
+            )
             call = Call(client, operation.method, plan, server_url=server_url)
             tool = OperationTool(
                 call.send,
@@ -208,8 +217,9 @@ def add_openapi(
     **selection: Unpack[OpenAPISelection],
 ) -> list[OperationTool]:
     """Register a tool per chosen operation on ``server`` (all or none)."""
-    tools = operation_tools(spec, client=client, pool=server.thread_pool,
-                            taken=server.registry.tools, **selection)  # fmt: skip
+    tools = operation_tools(
+        spec, client=client, pool=server.thread_pool, taken=server.registry.tools, **selection
+    )
     for tool in tools:
         server.add_tool(tool)
     return tools
@@ -231,8 +241,10 @@ def server_from_openapi(
         document = load_document(spec)
         info = document.get("info")
         info = info if isinstance(info, dict) else {}
-        server = cls(name or str(info.get("title") or "openapi"),
-                     version or str(info.get("version") or "0.1.0"))  # fmt: skip
+        server = cls(
+            name or str(info.get("title") or "openapi"),
+            version or str(info.get("version") or "0.1.0"),
+        )
         add_openapi(server, document, client=client, **selection)
         return server
     assert isinstance(spec, str)
@@ -310,8 +322,10 @@ def _server_url(document: dict[str, Any], client: httpx2.AsyncClient) -> str:
                 url = url.replace("{" + variable + "}", str(spec["default"]))
         if url.startswith(("http://", "https://")):
             return url.rstrip("/")
-    raise ValueError("The client has no base_url and the document names no absolute server "
-                     "URL: give the client one, httpx2.AsyncClient(base_url=...)")  # fmt: skip
+    raise ValueError(
+        "The client has no base_url and the document names no absolute server "
+        "URL: give the client one, httpx2.AsyncClient(base_url=...)"
+    )
 
 
 def _tool_name(prefix: str, operation: OpenAPIOperation) -> str:
@@ -335,14 +349,18 @@ def _unique(name: str, taken: Collection[str]) -> str:
 
 def _description(operation: OpenAPIOperation) -> str:
     raw = operation.operation
-    parts = [part.strip() for part in (raw.get("summary"), raw.get("description"))
-             if isinstance(part, str) and part.strip()]  # fmt: skip
+    parts = [
+        part.strip()
+        for part in (raw.get("summary"), raw.get("description"))
+        if isinstance(part, str) and part.strip()
+    ]
     text = "\n\n".join(dict.fromkeys(parts)) or f"{operation.method} {operation.path}"
     return f"Deprecated. {text}" if raw.get("deprecated") is True else text
 
 
-def _output_schema(translator: Translator, document: dict[str, Any],
-                   operation: OpenAPIOperation) -> dict[str, Any] | None:  # fmt: skip
+def _output_schema(
+    translator: Translator, document: dict[str, Any], operation: OpenAPIOperation
+) -> dict[str, Any] | None:
     """The schema every documented 2xx answer fits, or None when one may have no JSON body
     (a 204, say) or the document does not say what it is."""
     responses = operation.operation.get("responses")
@@ -354,9 +372,12 @@ def _output_schema(translator: Translator, document: dict[str, Any],
         content = response.get("content") if isinstance(response, dict) else None
         if not isinstance(content, dict):
             return None
-        json_media = [media for media in content
-                      if media.split(";")[0].strip().lower() == "application/json"
-                      or media.split(";")[0].strip().lower().endswith("+json")]  # fmt: skip
+        json_media = [
+            media
+            for media in content
+            if media.split(";")[0].strip().lower() == "application/json"
+            or media.split(";")[0].strip().lower().endswith("+json")
+        ]
         media_object = content[json_media[0]] if json_media else None
         if not isinstance(media_object, dict) or media_object.get("schema") in (None, {}, True):
             return None

@@ -49,8 +49,16 @@ class Argument:
 
     __slots__ = ("as_json", "explode", "location", "name", "style", "wire_name")
 
-    def __init__(self, name: str, location: Location, wire_name: str, *, style: str = "",
-                 explode: bool = False, as_json: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        location: Location,
+        wire_name: str,
+        *,
+        style: str = "",
+        explode: bool = False,
+        as_json: bool = False,
+    ) -> None:
         self.name = name
         self.location: Location = location
         #: The parameter's or body property's own name ("" for a whole body).
@@ -65,8 +73,14 @@ class Body:
 
     __slots__ = ("kind", "media_type", "required", "spread")
 
-    def __init__(self, media_type: str, kind: Literal["json", "form", "text"], *,
-                 spread: bool, required: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        media_type: str,
+        kind: Literal["json", "form", "text"],
+        *,
+        spread: bool,
+        required: bool,
+    ) -> None:
         self.media_type = media_type
         self.kind = kind
         self.spread = spread
@@ -78,8 +92,13 @@ class Request:
 
     __slots__ = ("content", "headers", "params", "path")
 
-    def __init__(self, path: str, params: list[tuple[str, str]], headers: dict[str, str],
-                 content: bytes | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: str,
+        params: list[tuple[str, str]],
+        headers: dict[str, str],
+        content: bytes | None,
+    ) -> None:
         self.path = path
         self.params = params
         self.headers = headers
@@ -91,8 +110,9 @@ class Plan:
 
     __slots__ = ("arguments", "body", "input_schema", "path")
 
-    def __init__(self, path: str, arguments: list[Argument], body: Body | None,
-                 input_schema: dict[str, Any]) -> None:  # fmt: skip
+    def __init__(
+        self, path: str, arguments: list[Argument], body: Body | None, input_schema: dict[str, Any]
+    ) -> None:
         self.path = path
         self.arguments = arguments
         self.body = body
@@ -138,8 +158,13 @@ class Plan:
 _ABSENT: Any = object()
 
 
-def build_plan(translator: Translator, document: dict[str, Any], path: str,
-               path_item: dict[str, Any], operation: dict[str, Any]) -> Plan:  # fmt: skip
+def build_plan(
+    translator: Translator,
+    document: dict[str, Any],
+    path: str,
+    path_item: dict[str, Any],
+    operation: dict[str, Any],
+) -> Plan:
     """The arguments of one operation (raises :class:`UnsupportedSchema` when it has an input
     this module cannot send)."""
     properties: list[tuple[Location, str, dict[str, Any], bool]] = []
@@ -152,8 +177,7 @@ def build_plan(translator: Translator, document: dict[str, Any], path: str,
         schema, as_json = _parameter_schema(translator, document, parameter)
         required = where == "path" or parameter.get("required") is True
         properties.append((where, name, schema, required))
-        arguments.append(Argument("", where, name, style=style, explode=explode,
-                                  as_json=as_json))  # fmt: skip
+        arguments.append(Argument("", where, name, style=style, explode=explode, as_json=as_json))
     body = None
     if "requestBody" in operation:
         body, body_properties = _body(translator, document, operation["requestBody"])
@@ -179,8 +203,9 @@ def build_plan(translator: Translator, document: dict[str, Any], path: str,
     return Plan(path, arguments, body, translator.finish(input_schema))
 
 
-def _parameters(document: dict[str, Any], path_item: dict[str, Any],
-                operation: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+def _parameters(
+    document: dict[str, Any], path_item: dict[str, Any], operation: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The operation's parameters: the path item's, overridden by the operation's own."""
     chosen: dict[tuple[str, str], dict[str, Any]] = {}
     for declared in (path_item.get("parameters") or [], operation.get("parameters") or []):
@@ -197,8 +222,9 @@ def _parameters(document: dict[str, Any], path_item: dict[str, Any],
     return sorted(chosen.values(), key=lambda parameter: _ORDER.index(parameter["in"]))
 
 
-def _parameter_schema(translator: Translator, document: dict[str, Any],
-                      parameter: dict[str, Any]) -> tuple[dict[str, Any], bool]:  # fmt: skip
+def _parameter_schema(
+    translator: Translator, document: dict[str, Any], parameter: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
     if "schema" in parameter:
         raw, as_json = parameter["schema"], False
     elif isinstance(parameter.get("content"), dict) and parameter["content"]:
@@ -213,8 +239,9 @@ def _parameter_schema(translator: Translator, document: dict[str, Any],
     return schema, as_json
 
 
-def _body(translator: Translator, document: dict[str, Any],
-          declared: Any) -> tuple[Body, list[tuple[str, dict[str, Any], bool]]]:  # fmt: skip
+def _body(
+    translator: Translator, document: dict[str, Any], declared: Any
+) -> tuple[Body, list[tuple[str, dict[str, Any], bool]]]:
     request_body = follow_refs(document, declared)
     content = request_body.get("content") if isinstance(request_body, dict) else None
     if not isinstance(content, dict) or not content:
@@ -225,9 +252,11 @@ def _body(translator: Translator, document: dict[str, Any],
     resolved = follow_refs(document, raw)
     if _spreadable(resolved):
         listed = resolved.get("required") or []
-        spread = [(name, _as_dict(translator.translate(schema)), required and name in listed)
-                  for name, schema in resolved["properties"].items()
-                  if not _read_only(document, schema)]  # fmt: skip
+        spread = [
+            (name, _as_dict(translator.translate(schema)), required and name in listed)
+            for name, schema in resolved["properties"].items()
+            if not _read_only(document, schema)
+        ]
         return Body(media_type, kind, spread=True, required=required), spread
     if kind == "form":
         raise UnsupportedSchema(f"a {_FORM} body that is not an object with properties")

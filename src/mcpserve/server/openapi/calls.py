@@ -51,8 +51,9 @@ class OperationTool(Tool):
 class Call:
     """Sends one operation's requests with the user's client."""
 
-    def __init__(self, client: httpx2.AsyncClient, method: str, plan: Plan, *,
-                 server_url: str = "") -> None:  # fmt: skip
+    def __init__(
+        self, client: httpx2.AsyncClient, method: str, plan: Plan, *, server_url: str = ""
+    ) -> None:
         self.client = client
         self.method = method
         self.plan = plan
@@ -90,18 +91,24 @@ class Call:
                 value = orjson.loads(body)
             except orjson.JSONDecodeError:
                 excerpt = _short(response.text)
-                raise ToolError(f"{label} answered {status} with a body that is not the JSON "
-                                f"its Content-Type says: {excerpt}") from None  # fmt: skip
+                raise ToolError(
+                    f"{label} answered {status} with a body that is not the JSON "
+                    f"its Content-Type says: {excerpt}"
+                ) from None
             if self.output_check is not None:
                 problems = self.output_check.problems(value)
                 if problems:
-                    raise ToolError(f"{label} answered {status} with JSON that does not match "
-                                    f"its OpenAPI document: {'; '.join(problems)}")  # fmt: skip
+                    raise ToolError(
+                        f"{label} answered {status} with JSON that does not match "
+                        f"its OpenAPI document: {'; '.join(problems)}"
+                    )
             return {"content": [text(json_text(value))], "structuredContent": value}
         if self.output_check is not None:
             what = f"{media or 'an untyped body'}" if body else "no body"
-            raise ToolError(f"{label} answered {status} with {what}, not the JSON its OpenAPI "
-                            "document describes")  # fmt: skip
+            raise ToolError(
+                f"{label} answered {status} with {what}, not the JSON its OpenAPI "
+                "document describes"
+            )
         return {"content": [_block(status, media, response)]}
 
 
@@ -115,8 +122,10 @@ def _block(status: str, media: str, response: httpx2.Response) -> dict[str, Any]
         return {"type": kind, "data": data, "mimeType": media}
     if kind == "text" or _is_utf8(body):
         return text(response.text)
-    return text(f"The API answered {status} with {len(body)} bytes of "
-                f"{media or 'application/octet-stream'}.")  # fmt: skip
+    return text(
+        f"The API answered {status} with {len(body)} bytes of "
+        f"{media or 'application/octet-stream'}."
+    )
 
 
 def _is_json(media: str) -> bool:

@@ -41,8 +41,15 @@ _ONE = frozenset(
 _LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _MAP = frozenset({"properties", "patternProperties", "dependentSchemas"})
 #: What describes a nullable schema rather than constrains it: it stays outside the anyOf.
-_ANNOTATIONS = ("title", "description", "default", "examples", "deprecated", "readOnly",
-                "writeOnly")  # fmt: skip
+_ANNOTATIONS = (
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+)
 _NULL: dict[str, Any] = {"type": "null"}
 _BOOLEAN: dict[bool, dict[str, Any]] = {True: {}, False: {"not": {}}}
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -55,8 +62,9 @@ class UnsupportedSchema(ValueError):
 def resolve_pointer(document: Any, ref: str) -> Any:
     """What a local reference (``#/components/schemas/Pet``) points to in ``document``."""
     if not isinstance(ref, str) or not ref.startswith("#"):
-        raise UnsupportedSchema(f"$ref {ref!r} points outside the document; only local "
-                                "references (#/...) are resolved")  # fmt: skip
+        raise UnsupportedSchema(
+            f"$ref {ref!r} points outside the document; only local references (#/...) are resolved"
+        )
     node = document
     pointer = unquote(ref[1:])
     for raw in pointer.split("/")[1:] if pointer else ():
