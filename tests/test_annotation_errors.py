@@ -1,5 +1,5 @@
 """Registration refuses, in one line, what cannot become a schema
-(``mcpserve.server.annotation_errors``): the function, the parameter (or the return
+(``mcpserve.server.schema.errors``): the function, the parameter (or the return
 annotation), the type, and what to write instead; no pydantic internals, no chained
 traceback. What does become a schema (TypedDicts, dataclasses, ``Annotated`` with ``Field``)
 keeps registering and working."""

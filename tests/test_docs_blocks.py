@@ -37,8 +37,8 @@ import pytest
 import mcpserve
 from markdown_blocks import DOCUMENTS, ROOT, Block, blocks, console_commands
 from mcpserve import Server
+from mcpserve.protocol.frontmatter import parse_frontmatter
 from mcpserve.proxy import upstream_from_config
-from mcpserve.server.frontmatter import parse_frontmatter
 from task_schema import check_task_result
 from wire_schema import check, check_notification, check_response
 

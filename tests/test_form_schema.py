@@ -1,4 +1,4 @@
-"""Elicitation forms (``mcpserve.server.form_schema``): every ``requestedSchema`` mcpserve
+"""Elicitation forms (``mcpserve.server.context.forms``): every ``requestedSchema`` mcpserve
 sends is inside the spec's form subset, in both eras, and what no form can hold is refused,
 naming the field and the rule, before any client sees it.
 
@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field, SecretStr
 
 from mcpserve import Client, Context, Elicit, Server
-from mcpserve.server.form_schema import FormSchemaError, form_schema
+from mcpserve.server.context.forms import FormSchemaError, form_schema
 from servers.elicitation_forms import FORMS, Contact, Loan
 from servers.elicitation_forms import server as forms_server
 from wire_helpers import ROOT, SERVERS, TIMEOUT, child_env
@@ -219,7 +219,7 @@ def test_a_hand_written_form_inside_the_subset_is_sent_as_written() -> None:
 async def test_a_refused_form_fails_the_first_call_that_asks_and_is_examined_once(
     connect: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import mcpserve.server.form_schema as forms
+    import mcpserve.server.context.forms as forms
 
     built: list[Any] = []
     real = forms.type_schema

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpserve.server.frontmatter import (
+from mcpserve.protocol.frontmatter import (
     FrontmatterError,
     parse_frontmatter,
     render_frontmatter,

@@ -42,8 +42,8 @@ from legacy_schema import (
 from mcpserve import Server
 from mcpserve.protocol.errors import MCPError
 from mcpserve.protocol.jsonrpc import error_response
-from mcpserve.transports import http_sessions as sessions_module
 from mcpserve.transports.http import HTTPApp
+from mcpserve.transports.sessions import store as sessions_module
 from mcpserve.transports.stdio import StdioSession
 from redis_server import RedisServer, redis_server
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION, build

@@ -29,7 +29,7 @@ from mcpserve import (
     Server,
     ToolResult,
 )
-from mcpserve.server.mounted import Namespace
+from mcpserve.compose.mount.entries import Namespace
 
 TASKS = "io.modelcontextprotocol/tasks"
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "composition.md"

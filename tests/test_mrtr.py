@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from mcpserve import CachePolicy, Context, MCPError, Server
-from mcpserve.server.input_requests import (
+from mcpserve.server.context.input_requests import (
     Elicit,
     ElicitResult,
     ListRoots,
@@ -21,7 +21,7 @@ from mcpserve.server.input_requests import (
     Sample,
     SampleResult,
 )
-from mcpserve.server.rounds import InputRequired, NeedInput
+from mcpserve.server.context.rounds import InputRequired, NeedInput
 
 FORM = {"elicitation": {"form": {}}}
 EVERYTHING = {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}}
@@ -124,7 +124,7 @@ async def test_first_call_of_an_eliciting_tool_is_input_required_with_the_keyed_
 async def test_a_model_schema_is_built_once_and_each_result_gets_its_own_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import mcpserve.server.form_schema as form_schema
+    import mcpserve.server.context.forms as form_schema
 
     built: list[Any] = []
     real = form_schema.type_schema

@@ -16,7 +16,7 @@ from mcpserve import (
     ResourceLink,
     Server,
 )
-from mcpserve.server.prompts import assistant, user
+from mcpserve.server.entries.prompts import assistant, user
 
 
 def without_protocol_fields(result: dict[str, Any]) -> dict[str, Any]:

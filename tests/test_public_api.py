@@ -59,28 +59,28 @@ LAZY_MODULES = (
     "mcpserve.proxy",  # only for proxies and gateways (Server.proxy, Server.gateway)
     "mcpserve.transports",
     "mcpserve.cli",
-    "mcpserve.server.tasks",  # the tasks extension, for servers with task tools
-    "mcpserve.server.task_runner",
+    "mcpserve.extensions.tasks.records",  # the tasks extension, for servers with task tools
+    "mcpserve.extensions.tasks.runner",
     "mcpserve.protocol.request_state",
     "mcpserve.protocol.http_headers",  # the per-request checks of Streamable HTTP
-    "mcpserve.server.redis_bus",
-    "mcpserve.server.redis_link",  # shared sessions and the Redis task store
-    "mcpserve.server.redis_tasks",
-    "mcpserve.server.sqlite_tasks",
-    "mcpserve.server.uri_template",  # only for resource templates
-    "mcpserve.server.input_requests",  # only for servers that ask the client for input
-    "mcpserve.server.media",  # only for tools and prompts that return images, audio, links
-    "mcpserve.server.prompts",  # only for servers with prompts
-    "mcpserve.server.completions",  # only for servers that complete arguments
-    "mcpserve.server.mounting",  # only for servers that mount others
-    "mcpserve.server.mounted",
-    "mcpserve.server.listers",
-    "mcpserve.server.transform",  # only for servers that transform tools
-    "mcpserve.server.apps",  # the apps extension, for servers with MCP Apps
-    "mcpserve.server.skills",  # the skills extension, for servers with skills
-    "mcpserve.server.skill",
-    "mcpserve.server.frontmatter",
-    "mcpserve.server.openapi",  # only for servers built from an OpenAPI document
+    "mcpserve.backends.redis.bus",
+    "mcpserve.backends.redis.link",  # shared sessions and the Redis task store
+    "mcpserve.backends.redis.tasks",
+    "mcpserve.backends.sqlite.tasks",
+    "mcpserve.server.entries.uri_template",  # only for resource templates
+    "mcpserve.server.context.input_requests",  # only for servers that ask the client for input
+    "mcpserve.server.entries.media",  # only for tools and prompts that return images, audio, links
+    "mcpserve.server.entries.prompts",  # only for servers with prompts
+    "mcpserve.server.entries.completions",  # only for servers that complete arguments
+    "mcpserve.compose.mount.mount",  # only for servers that mount others
+    "mcpserve.compose.mount.entries",
+    "mcpserve.compose.mount.listers",
+    "mcpserve.compose.transform",  # only for servers that transform tools
+    "mcpserve.extensions.apps",  # the apps extension, for servers with MCP Apps
+    "mcpserve.extensions.skills.extension",  # the skills extension, for servers with skills
+    "mcpserve.extensions.skills.skill",
+    "mcpserve.protocol.frontmatter",
+    "mcpserve.compose.openapi",  # only for servers built from an OpenAPI document
     "concurrent.futures.thread",  # the pool starts with the first blocking handler
 )
 # pydantic's validation and schema machinery waits for the first schema built (a
@@ -90,8 +90,8 @@ AT_FIRST_SCHEMA = (
     "pydantic.main",
     "pydantic.type_adapter",
     "pydantic.json_schema",
-    "mcpserve.server.schema_generator",
-    "mcpserve.server.form_schema",
+    "mcpserve.server.schema.generator",
+    "mcpserve.server.context.forms",
 )
 
 
@@ -143,16 +143,16 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
     ("name", "module"),
     [
         ("Client", "mcpserve.client.client"),
-        ("Elicit", "mcpserve.server.input_requests"),
-        ("Image", "mcpserve.server.media"),
-        ("Message", "mcpserve.server.prompts"),
-        ("Mount", "mcpserve.server.mounting"),
-        ("Completion", "mcpserve.server.completions"),
-        ("MemoryTaskStore", "mcpserve.server.tasks"),
+        ("Elicit", "mcpserve.server.context.input_requests"),
+        ("Image", "mcpserve.server.entries.media"),
+        ("Message", "mcpserve.server.entries.prompts"),
+        ("Mount", "mcpserve.compose.mount.mount"),
+        ("Completion", "mcpserve.server.entries.completions"),
+        ("MemoryTaskStore", "mcpserve.extensions.tasks.records"),
         ("TaskHandle", "mcpserve.client.tasks"),
         ("TaskCancelled", "mcpserve.client.tasks"),
-        ("Skill", "mcpserve.server.skill"),
-        ("fetch_openapi", "mcpserve.server.openapi"),
+        ("Skill", "mcpserve.extensions.skills.skill"),
+        ("fetch_openapi", "mcpserve.compose.openapi"),
     ],
 )
 def test_lazy_names_load_on_first_use(name: str, module: str) -> None:
@@ -164,7 +164,7 @@ def test_a_client_that_takes_no_task_does_not_load_the_tasks_machinery() -> None
     modules = _modules_after("from mcpserve import Client")
     assert "mcpserve.client.client" in modules
     assert "mcpserve.client.tasks" not in modules
-    assert "mcpserve.server.tasks" not in modules
+    assert "mcpserve.extensions.tasks.records" not in modules
 
 
 def test_lazy_names_are_listed_and_unknown_names_are_not_invented() -> None:

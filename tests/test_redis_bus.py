@@ -27,8 +27,8 @@ import orjson
 import pytest
 
 from mcpserve import Server
+from mcpserve.backends.redis.bus import DEFAULT_CHANNEL, RedisBus, redact
 from mcpserve.server.bus import LocalBus, bus_from_url
-from mcpserve.server.redis_bus import DEFAULT_CHANNEL, RedisBus, redact
 from redis_server import RedisServer, redis_server
 from test_subscriptions import TOOLS, Listen, open_listen
 from test_subscriptions_wire import ACK, UPDATED, open_stream, poll, tool

@@ -1,4 +1,4 @@
-"""Tests for mcpserve.server.schema.
+"""Tests for mcpserve.server.schema.signature.
 
 This module deliberately uses ``from __future__ import annotations``: every function below is
 therefore inspected from string annotations, which is what the module must handle.
@@ -20,8 +20,8 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from mcpserve.server.json_schema import clean_schema, type_schema
-from mcpserve.server.schema import (
+from mcpserve.server.schema.json_schema import clean_schema, type_schema
+from mcpserve.server.schema.signature import (
     ArgumentSpec,
     Header,
     OutputSpec,
@@ -968,7 +968,7 @@ def tree_value(levels: int) -> Any:
 def test_a_deep_model_tree_keeps_its_defs_instead_of_inlining_megabytes() -> None:
     """Inlined, each level copies the level below three times (3**6 leaves here): past the
     limit the schema keeps $defs and $ref, so it stays small."""
-    from mcpserve.server.json_schema import INLINE_LIMIT
+    from mcpserve.server.schema.json_schema import INLINE_LIMIT
 
     def plant(tree: Any) -> None: ...
 

@@ -26,7 +26,7 @@ from mcp import Client as OfficialClient
 
 from legacy_schema import initialize_message
 from mcpserve import Auth, CachePolicy, Client, Context, MCPError, Server, Skill
-from mcpserve.server.frontmatter import parse_frontmatter
+from mcpserve.protocol.frontmatter import parse_frontmatter
 from wire_helpers import SERVERS, TIMEOUT, http_server_process, post, request
 
 SKILLS = "io.modelcontextprotocol/skills"

@@ -28,10 +28,11 @@ import orjson
 import pytest
 from redis import Redis as SyncRedis
 
-from mcpserve.server import redis_tasks, sqlite_tasks
-from mcpserve.server.redis_tasks import RedisTaskStore
-from mcpserve.server.sqlite_tasks import SQLiteTaskStore
-from mcpserve.server.tasks import (
+from mcpserve.backends.redis import tasks as redis_tasks
+from mcpserve.backends.redis.tasks import RedisTaskStore
+from mcpserve.backends.sqlite import tasks as sqlite_tasks
+from mcpserve.backends.sqlite.tasks import SQLiteTaskStore
+from mcpserve.extensions.tasks.records import (
     LEASE_EXPIRED,
     MemoryTaskStore,
     TaskRecord,

@@ -24,7 +24,7 @@ import pytest
 
 from legacy_schema import initialize_message
 from mcpserve import Auth
-from mcpserve.server.tasks import MemoryTaskStore, TaskRecord, TooManyTasks
+from mcpserve.extensions.tasks.records import MemoryTaskStore, TaskRecord, TooManyTasks
 from redis_server import RedisServer, redis_server
 from servers import tasks as app
 from wire_helpers import (
@@ -762,7 +762,7 @@ async def test_sqlite_tasks_survive_a_restart(tmp_path: Path) -> None:
 
 def test_a_store_is_named_by_url() -> None:
     from mcpserve import RedisTaskStore, SQLiteTaskStore
-    from mcpserve.server.task_runner import task_store_from_url
+    from mcpserve.extensions.tasks.runner import task_store_from_url
 
     assert isinstance(task_store_from_url("memory://", namespace="n"), MemoryTaskStore)
     relative = task_store_from_url("sqlite:///tasks.db", namespace="n")

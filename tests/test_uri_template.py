@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcpserve.server.uri_template import URITemplate, is_template
+from mcpserve.server.entries.uri_template import URITemplate, is_template
 
 # The variable values of RFC 6570 section 3.2.1.
 RFC_VALUES: dict[str, Any] = {

@@ -28,22 +28,24 @@ from .protocol.errors import MethodNotFound as MethodNotFound
 from .protocol.errors import MissingClientCapability as MissingClientCapability
 from .protocol.errors import ResourceNotFound as ResourceNotFound
 from .protocol.errors import ToolError as ToolError
-from .server.annotation_errors import RegistrationError as RegistrationError
-from .server.context import Context as Context
+from .server.context.context import Context as Context
+from .server.context.rounds import InputRequired as InputRequired
+from .server.entries.resources import CachePolicy as CachePolicy
+from .server.entries.resources import Contents as Contents
+from .server.entries.resources import Resource as Resource
+from .server.entries.resources import ResourceTemplate as ResourceTemplate
+from .server.entries.tools import Tool as Tool
+from .server.entries.tools import ToolResult as ToolResult
 from .server.handlers import blocking as blocking
 from .server.middleware import CallNext as CallNext
 from .server.middleware import Middleware as Middleware
-from .server.resources import CachePolicy as CachePolicy
-from .server.resources import Contents as Contents
-from .server.resources import Resource as Resource
-from .server.resources import ResourceTemplate as ResourceTemplate
-from .server.rounds import InputRequired as InputRequired
-from .server.schema import Header as Header
+from .server.schema.errors import RegistrationError as RegistrationError
+from .server.schema.signature import Header as Header
 from .server.server import Server as Server
-from .server.tools import Tool as Tool
-from .server.tools import ToolResult as ToolResult
 
 if typing.TYPE_CHECKING:
+    from .backends.redis.tasks import RedisTaskStore as RedisTaskStore
+    from .backends.sqlite.tasks import SQLiteTaskStore as SQLiteTaskStore
     from .client.client import Client as Client
     from .client.oauth import ClientCredentials as ClientCredentials
     from .client.oauth import JWTBearer as JWTBearer
@@ -53,33 +55,31 @@ if typing.TYPE_CHECKING:
     from .client.skills import SkillVerificationError as SkillVerificationError
     from .client.tasks import TaskCancelled as TaskCancelled
     from .client.tasks import TaskHandle as TaskHandle
-    from .server.apps import App as App
-    from .server.apps import AppCSP as AppCSP
-    from .server.apps import supports_apps as supports_apps
-    from .server.completions import Completion as Completion
+    from .compose.mount.mount import Mount as Mount
+    from .compose.openapi import OpenAPIOperation as OpenAPIOperation
+    from .compose.openapi import fetch_openapi as fetch_openapi
+    from .extensions.apps import App as App
+    from .extensions.apps import AppCSP as AppCSP
+    from .extensions.apps import supports_apps as supports_apps
+    from .extensions.skills.skill import Skill as Skill
+    from .extensions.tasks.records import MemoryTaskStore as MemoryTaskStore
+    from .extensions.tasks.records import TaskRecord as TaskRecord
+    from .extensions.tasks.records import TaskStore as TaskStore
+    from .extensions.tasks.records import TaskStoreUnavailable as TaskStoreUnavailable
+    from .server.context.input_requests import Elicit as Elicit
+    from .server.context.input_requests import ElicitResult as ElicitResult
+    from .server.context.input_requests import ListRoots as ListRoots
+    from .server.context.input_requests import Root as Root
+    from .server.context.input_requests import Sample as Sample
+    from .server.context.input_requests import SampleResult as SampleResult
+    from .server.entries.completions import Completion as Completion
+    from .server.entries.media import Audio as Audio
+    from .server.entries.media import EmbeddedResource as EmbeddedResource
+    from .server.entries.media import Image as Image
+    from .server.entries.media import ResourceLink as ResourceLink
+    from .server.entries.prompts import Message as Message
+    from .server.entries.prompts import Prompt as Prompt
     from .server.http_request import HTTPRequest as HTTPRequest
-    from .server.input_requests import Elicit as Elicit
-    from .server.input_requests import ElicitResult as ElicitResult
-    from .server.input_requests import ListRoots as ListRoots
-    from .server.input_requests import Root as Root
-    from .server.input_requests import Sample as Sample
-    from .server.input_requests import SampleResult as SampleResult
-    from .server.media import Audio as Audio
-    from .server.media import EmbeddedResource as EmbeddedResource
-    from .server.media import Image as Image
-    from .server.media import ResourceLink as ResourceLink
-    from .server.mounting import Mount as Mount
-    from .server.openapi import OpenAPIOperation as OpenAPIOperation
-    from .server.openapi import fetch_openapi as fetch_openapi
-    from .server.prompts import Message as Message
-    from .server.prompts import Prompt as Prompt
-    from .server.redis_tasks import RedisTaskStore as RedisTaskStore
-    from .server.skill import Skill as Skill
-    from .server.sqlite_tasks import SQLiteTaskStore as SQLiteTaskStore
-    from .server.tasks import MemoryTaskStore as MemoryTaskStore
-    from .server.tasks import TaskRecord as TaskRecord
-    from .server.tasks import TaskStore as TaskStore
-    from .server.tasks import TaskStoreUnavailable as TaskStoreUnavailable
 
 #: The one place the package version is written (pyproject.toml reads it from here).
 __version__ = "0.1.0"
@@ -89,42 +89,42 @@ __version__ = "0.1.0"
 #: never run a client, many have no prompts, never ask the client for input or return
 #: images) does not pay for importing them.
 _LAZY = {
-    "App": "server.apps",
-    "AppCSP": "server.apps",
-    "Audio": "server.media",
+    "App": "extensions.apps",
+    "AppCSP": "extensions.apps",
+    "Audio": "server.entries.media",
     "Client": "client.client",
     "ClientCredentials": "client.oauth",
-    "Completion": "server.completions",
-    "EmbeddedResource": "server.media",
+    "Completion": "server.entries.completions",
+    "EmbeddedResource": "server.entries.media",
     "HTTPRequest": "server.http_request",
-    "Elicit": "server.input_requests",
-    "ElicitResult": "server.input_requests",
-    "Image": "server.media",
+    "Elicit": "server.context.input_requests",
+    "ElicitResult": "server.context.input_requests",
+    "Image": "server.entries.media",
     "JWTBearer": "client.oauth",
-    "ListRoots": "server.input_requests",
+    "ListRoots": "server.context.input_requests",
     "LoadedSkill": "client.skills",
-    "MemoryTaskStore": "server.tasks",
+    "MemoryTaskStore": "extensions.tasks.records",
     "OAuth": "client.oauth",
     "OAuthError": "client.oauth",
     "SkillVerificationError": "client.skills",
     "TaskCancelled": "client.tasks",
     "TaskHandle": "client.tasks",
-    "Message": "server.prompts",
-    "Mount": "server.mounting",
-    "OpenAPIOperation": "server.openapi",
-    "Prompt": "server.prompts",
-    "RedisTaskStore": "server.redis_tasks",
-    "ResourceLink": "server.media",
-    "Root": "server.input_requests",
-    "SQLiteTaskStore": "server.sqlite_tasks",
-    "Skill": "server.skill",
-    "Sample": "server.input_requests",
-    "SampleResult": "server.input_requests",
-    "TaskRecord": "server.tasks",
-    "TaskStore": "server.tasks",
-    "TaskStoreUnavailable": "server.tasks",
-    "fetch_openapi": "server.openapi",
-    "supports_apps": "server.apps",
+    "Message": "server.entries.prompts",
+    "Mount": "compose.mount.mount",
+    "OpenAPIOperation": "compose.openapi",
+    "Prompt": "server.entries.prompts",
+    "RedisTaskStore": "backends.redis.tasks",
+    "ResourceLink": "server.entries.media",
+    "Root": "server.context.input_requests",
+    "SQLiteTaskStore": "backends.sqlite.tasks",
+    "Skill": "extensions.skills.skill",
+    "Sample": "server.context.input_requests",
+    "SampleResult": "server.context.input_requests",
+    "TaskRecord": "extensions.tasks.records",
+    "TaskStore": "extensions.tasks.records",
+    "TaskStoreUnavailable": "extensions.tasks.records",
+    "fetch_openapi": "compose.openapi",
+    "supports_apps": "extensions.apps",
 }
 
 

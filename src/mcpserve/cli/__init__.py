@@ -55,8 +55,8 @@ class Commands(click.Group):
         except MissingExtra as exc:
             raise click.ClickException(str(exc)) from None
         except TypeError as exc:
-            from ..server.annotation_errors import RegistrationError
-            from ..server.form_schema import FormSchemaError
+            from ..server.context.forms import FormSchemaError
+            from ..server.schema.errors import RegistrationError
 
             if not isinstance(exc, RegistrationError | FormSchemaError):
                 raise

@@ -45,7 +45,7 @@ from .connections import NotificationHandler
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..server.input_requests import ElicitResult, Root, SampleResult
+    from ..server.context.input_requests import ElicitResult, Root, SampleResult
 
 _T = TypeVar("_T")
 MaybeAwaitable: TypeAlias = _T | Awaitable[_T]
@@ -173,8 +173,8 @@ def to_wire(method: str, answer: Any) -> Any:
     if isinstance(answer, dict):
         return answer
     # Loaded only by a handler that returns one (it brings pydantic and the content rules).
-    from ..server.content import json_value, to_block
-    from ..server.input_requests import ElicitResult, SampleResult
+    from ..server.context.input_requests import ElicitResult, SampleResult
+    from ..server.entries.content import json_value, to_block
 
     if method == ELICIT and isinstance(answer, ElicitResult):
         wire: JSONDict = {"action": answer.action}
@@ -197,7 +197,7 @@ def to_wire(method: str, answer: Any) -> Any:
 
 
 def _root(root: Any) -> JSONDict | None:
-    from ..server.input_requests import Root
+    from ..server.context.input_requests import Root
 
     if isinstance(root, dict):
         return root

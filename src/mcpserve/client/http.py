@@ -41,7 +41,7 @@ from .mirroring import ToolHeaders, request_headers
 from .sse import events
 
 if TYPE_CHECKING:
-    from .http_legacy import Session
+    from .http_handshake import Session
     from .oauth.flow import OAuthFlow
 
 #: Answers one request from the server (handshake era): the whole JSON-RPC response.
@@ -147,7 +147,7 @@ class HTTPConnection:
 
     def begin(self, version: str) -> None:
         """From now on, speak the handshake era at ``version`` (``initialize`` is done)."""
-        from .http_legacy import Session  # loaded only when a server needs it
+        from .http_handshake import Session  # loaded only when a server needs it
 
         self.session = Session(self, version)
 
@@ -237,7 +237,7 @@ class HTTPConnection:
     async def _in_session(self, session: Session, message: JSONDict) -> JSONDict:
         """A handshake-era request; sent once more in a new session if the server forgot
         this one, as the spec has a client do (a second 404 is an error)."""
-        from .http_legacy import SessionExpired
+        from .http_handshake import SessionExpired
 
         try:
             return await session.request(message)

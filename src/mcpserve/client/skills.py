@@ -83,7 +83,7 @@ async def list_skills(client: Client) -> list[JSONDict]:
 
 async def load_skill(client: Client, entry: JSONDict) -> LoadedSkill:
     """Read and verify ``entry``'s ``SKILL.md`` (raises :class:`SkillVerificationError`)."""
-    from ..server.frontmatter import FrontmatterError, parse_frontmatter
+    from ..protocol.frontmatter import FrontmatterError, parse_frontmatter
 
     if not _is_entry(entry):
         raise ValueError("Not a skill entry: give one from list_skills()")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from ..server.apps import is_csp_origin
+from ..extensions.apps import is_csp_origin
 from .assets import Receive, Scope, Send, read_static
 
 NONE = "'none'"

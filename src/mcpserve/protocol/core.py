@@ -49,8 +49,8 @@ from .errors import (
     UnsupportedProtocolVersion,
     error_from_exception,
 )
+from .handshake import Session, legacy_error, legacy_result
 from .jsonrpc import JSONDict, Kind, RequestId, classify, error_response, readable_id
-from .legacy import Session, legacy_error, legacy_result
 from .meta import InvalidMeta, RequestMeta, has_modern_meta, read_meta
 from .records import Record
 

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.header_annotations import header_annotations
 from ..protocol.jsonrpc import JSONDict
-from ..server.completions import Completer
-from ..server.context import Context
-from ..server.prompts import Prompt
-from ..server.resources import Resource, ResourceTemplate
-from ..server.schema import ArgumentSpec
-from ..server.tools import Tool
+from ..server.context.context import Context
+from ..server.entries.completions import Completer
+from ..server.entries.prompts import Prompt
+from ..server.entries.resources import Resource, ResourceTemplate
+from ..server.entries.tools import Tool
+from ..server.schema.signature import ArgumentSpec
 from .exchange import Forwarded
 from .wire import UpstreamError
 
 if TYPE_CHECKING:
-    from ..server.registered import Registered
+    from ..server.entries.entry import Registered
     from .forwarding import Forwarder
 
 _NO_ARGUMENTS = ArgumentSpec({"type": "object", "properties": {}}, None, (), dict, None)
@@ -159,7 +159,7 @@ class ForwardedTemplate(ResourceTemplate):
     __slots__ = ("forwarder", "upstream_template")
 
     def __init__(self, entry: JSONDict, forwarder: Forwarder) -> None:
-        from ..server.uri_template import URITemplate
+        from ..server.entries.uri_template import URITemplate
 
         self.template = URITemplate(entry["uriTemplate"])  # ValueError: left out
         self.upstream_template: str = self.template.template

@@ -24,7 +24,7 @@ from ..protocol.jsonrpc import JSONDict, notification
 from .wire import can_answer, modern_question, session_question
 
 if TYPE_CHECKING:
-    from ..server.context import Context
+    from ..server.context.context import Context
 
 #: The exchange whose upstream call the current task is making.
 CURRENT: ContextVar[Exchange | None] = ContextVar("mcpserve_proxy_exchange", default=None)

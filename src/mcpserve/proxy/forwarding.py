@@ -48,10 +48,10 @@ import secrets
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c
 from ..protocol.errors import InternalError, InvalidParams, MCPError
 from ..protocol.jsonrpc import JSONDict
-from ..server.tasks import TASKS_EXTENSION
 from .exchange import CURRENT, Exchange, Forwarded, ask_session
 from .sessions import SessionLink, SessionLinks
 from .upstream import CLIENT_INFO, UpstreamUnavailable
@@ -59,7 +59,7 @@ from .wire import UpstreamError, can_answer, clean_result, downstream_error
 
 if TYPE_CHECKING:
     from ..protocol.request_state import Binding
-    from ..server.context import Context
+    from ..server.context.context import Context
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")

@@ -31,7 +31,7 @@ from .proxy import SUBSCRIBING, Proxy, proxy_server, subscribed_uris
 from .upstream import Upstream, UpstreamTarget
 
 if TYPE_CHECKING:
-    from ..server.context import Context
+    from ..server.context.context import Context
     from ..server.middleware import CallNext
 
 

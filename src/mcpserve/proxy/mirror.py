@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.errors import MCPError
+from ..protocol.handshake import legacy_tool
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.legacy import legacy_tool
 from .entries import (
     ForwardedCompleter,
     ForwardedPrompt,
@@ -42,8 +42,8 @@ from .upstream import UpstreamUnavailable
 from .wire import UpstreamError
 
 if TYPE_CHECKING:
+    from ..extensions.tasks.runner import Tasks
     from ..server.registry import CompletionKey, Registry
-    from ..server.task_runner import Tasks
     from .forwarding import Forwarder
     from .upstream import Upstream
 

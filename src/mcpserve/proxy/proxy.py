@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ..protocol.core import Auth
-    from ..server.context import Context
+    from ..server.context.context import Context
     from ..server.middleware import CallNext
     from .exchange import Exchange
     from .sessions import SessionLink

@@ -16,7 +16,7 @@ the client's protocol version and with the client's own question capabilities:
   through any call of the session in flight, all of them the same client's; a log or a
   vendor notification is passed on the same way; progress is matched by its token;
 * it ends when the client's session does (the downstream
-  :class:`~mcpserve.protocol.legacy.Session` is gone), when the proxy stops, or when
+  :class:`~mcpserve.protocol.handshake.Session` is gone), when the proxy stops, or when
   :attr:`~.upstream.Upstream.max_sessions` are open and a new one is needed (the least
   recently used with no call in flight is closed; its client's next call opens another);
 * an upstream that refuses the handshake (it serves 2026-07-28 only) is remembered until
@@ -51,8 +51,8 @@ from .wire import UpstreamError, can_answer
 
 if TYPE_CHECKING:
     from ..client.client import Client
-    from ..protocol.legacy import Session
-    from ..server.context import Context
+    from ..protocol.handshake import Session
+    from ..server.context.context import Context
     from .upstream import ProgressHandler, Upstream
 
 logger = logging.getLogger("mcpserve.proxy")

@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
-from ..server.rounds import MISSING, required_capabilities
+from ..server.context.rounds import MISSING, required_capabilities
 from .entries import ForwardedTool
 from .upstream import UpstreamUnavailable
 from .wire import UpstreamError, clean_result, downstream_error
 
 if TYPE_CHECKING:
-    from ..server.context import Context
-    from ..server.task_runner import RunningTask, TaskMode, Tasks, TaskStart
+    from ..extensions.tasks.runner import RunningTask, TaskMode, Tasks, TaskStart
+    from ..server.context.context import Context
     from .forwarding import Forwarder
 
 logger = logging.getLogger("mcpserve.proxy")

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import __version__
 from ..client.connections import next_id
+from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
-from ..server.tasks import TASKS_EXTENSION
 from .wire import UpstreamError
 
 if TYPE_CHECKING:

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request
 from ..protocol.errors import InvalidRequest, MCPError, error_from_exception
+from ..protocol.handshake import Session
 from ..protocol.jsonrpc import JSONDict, error_response
-from ..protocol.legacy import Session
 from ..protocol.meta import RequestMeta
-from .context import Context
+from .context.context import Context
 from .middleware import Middleware, compose, for_method
 
 if TYPE_CHECKING:
-    from .legacy import Legacy
+    from .handshake import Legacy
     from .methods import MethodTable
     from .runtime import Runtime
 

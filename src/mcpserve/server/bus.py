@@ -5,7 +5,7 @@ JSON-able dict. :meth:`SubscriptionBus.publish` delivers it to this process's li
 and to every other process on the same bus. Two buses ship with mcpserve:
 
 * :class:`LocalBus`, the default: this process only, no dependencies.
-* :class:`~mcpserve.server.redis_bus.RedisBus`: Redis pub/sub, so every worker and every
+* :class:`~mcpserve.backends.redis.bus.RedisBus`: Redis pub/sub, so every worker and every
   instance sharing the Redis server hears every change.
 
 Pick one with ``Server(bus=...)`` or the ``MCPSERVE_BUS`` environment variable
@@ -65,7 +65,7 @@ def bus_from_url(url: str | None = None) -> SubscriptionBus:
     if url in ("", "memory://", "local", "memory"):
         return LocalBus()
     if url.startswith(("redis://", "rediss://", "unix://")):
-        from .redis_bus import RedisBus
+        from ..backends.redis.bus import RedisBus
 
         return RedisBus(url)
     raise ValueError(f"Unknown subscription bus {url!r}: use memory:// or redis://host:port/db")

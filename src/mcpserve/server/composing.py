@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     import httpx2
     from typing_extensions import Unpack
 
+    from ..compose.mount.mount import Mount, Mounts
+    from ..compose.openapi import OpenAPISelection
+    from ..compose.transform import ToolChanges
+    from .entries.tools import Tool
     from .middleware import Middleware
-    from .mounting import Mount, Mounts
-    from .openapi import OpenAPISelection
     from .registry import Registry
     from .server import Server
-    from .tools import Tool
-    from .transform import ToolChanges
 
 
 class Composing:
@@ -39,7 +39,7 @@ class Composing:
     def mount(self, server: Server[Any], namespace: str | None = None) -> Mount:
         """Serve ``server``'s tools, resources, templates, prompts and completions as this
         server's, names under ``namespace`` (see :mod:`.mounting`); it runs inside this one."""
-        from .mounting import Mounts
+        from ..compose.mount.mount import Mounts
 
         if self._mounts is None:
             self._mounts = Mounts(self)  # type: ignore[arg-type]
@@ -55,7 +55,7 @@ class Composing:
     def transform_tool(self, tool: str, /, **changes: Unpack[ToolChanges]) -> Tool:
         """Replace tool ``tool`` (local or mounted) with a transformation of it: renamed,
         redescribed, arguments hidden, fixed, defaulted or narrowed (see :mod:`.transform`)."""
-        from .transform import transform_tool
+        from ..compose.transform import transform_tool
 
         return transform_tool(self.registry, self._mounts, tool, changes)
 
@@ -73,8 +73,8 @@ class Composing:
         ``httpx2.AsyncClient``; auth and base URL are its own). ``spec``: an OpenAPI 3.0/3.1
         document as a dict or JSON text, or its URL, fetched with ``client`` when the server
         starts. Name and version default to the document's ``info``. See
-        :mod:`mcpserve.server.openapi` and ``docs/openapi.md``."""
-        from .openapi import server_from_openapi
+        :mod:`mcpserve.compose.openapi` and ``docs/openapi.md``."""
+        from ..compose.openapi import server_from_openapi
 
         return server_from_openapi(
             cls,  # type: ignore[arg-type]

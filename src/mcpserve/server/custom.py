@@ -12,9 +12,9 @@ from typing import Any
 
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
-from .context import Context
-from .registered import InvalidArguments, Pool, Registered
-from .schema import inspect_output
+from .context.context import Context
+from .entries.entry import InvalidArguments, Pool, Registered
+from .schema.signature import inspect_output
 
 #: Methods of this and other protocol revisions, never available as custom methods.
 RESERVED_METHODS = frozenset(

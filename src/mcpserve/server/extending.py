@@ -16,9 +16,9 @@ from .middleware import Middleware, Scoped
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from ..compose.mount.mount import Mount
     from ..protocol.core import Dispatcher
-    from .context import Context
-    from .mounting import Mount
+    from .context.context import Context
     from .notifications import NotificationHandler
 
 F = TypeVar("F", bound=Callable[..., Any])

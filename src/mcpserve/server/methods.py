@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.core import Handler
 from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
-from .context import Context
-from .resources import CachePolicy, Resource, ResourceTemplate
+from .context.context import Context
+from .entries.resources import CachePolicy, Resource, ResourceTemplate
 from .settings import Settings, capabilities
 
 if TYPE_CHECKING:
-    from .prompts import Prompt
+    from ..extensions.tasks.runner import Tasks
+    from .entries.prompts import Prompt
+    from .entries.tools import Tool
     from .registry import Registry
     from .subscriptions import Subscriptions
-    from .task_runner import Tasks
-    from .tools import Tool
 
 Result = dict[str, Any]
 MethodTable = dict[str, Handler[Context]]
@@ -261,7 +261,7 @@ def method_table(
         completer = registry.completers.get((kind, target, arg_name))
         if completer is None:
             if kind == "ref/prompt":  # a Literal or enum argument completes to its values
-                from .completions import choice_completion
+                from .entries.completions import choice_completion
 
                 choices = registry.prompts[target].choices.get(arg_name, ())
                 return {"completion": choice_completion(choices, value)}
@@ -300,7 +300,7 @@ def method_table(
         "subscriptions/listen": Handler(subscriptions.listen),
     }
     if tasks is not None:  # the tasks extension: its methods exist once a task tool does
-        from .task_methods import TaskMethods
+        from ..extensions.tasks.methods import TaskMethods
 
         task_methods = TaskMethods(tasks)
         subscriptions.task_ids = task_methods.listened

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from .context import Context
+from .context.context import Context
 
 Result = dict[str, Any]
 CallNext = Callable[[], Awaitable[Result]]

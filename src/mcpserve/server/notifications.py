@@ -19,8 +19,8 @@ from typing import Any
 
 from ..protocol.errors import new_ref
 from ..protocol.jsonrpc import JSONDict
-from .context import Context
-from .registered import InvalidArguments, Pool, Registered
+from .context.context import Context
+from .entries.entry import InvalidArguments, Pool, Registered
 
 logger = logging.getLogger("mcpserve")
 

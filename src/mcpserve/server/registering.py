@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
 
+from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
+from .entries.tools import Tool
 from .registry import Registry
-from .resources import CachePolicy, Resource, ResourceTemplate, build_resource
-from .tools import Tool
 
 if TYPE_CHECKING:
     import os
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 
     import httpx2
 
-    from .apps import App, AppOptions
-    from .openapi import OpenAPISelection
-    from .prompts import Prompt
-    from .skill import Skill, SkillOptions
-    from .skills import Skills
-    from .task_runner import Tasks
+    from ..compose.openapi import OpenAPISelection
+    from ..extensions.apps import App, AppOptions
+    from ..extensions.skills.extension import Skills
+    from ..extensions.skills.skill import Skill, SkillOptions
+    from ..extensions.tasks.runner import Tasks
+    from .entries.prompts import Prompt
 
 # Prompts and completions load with the first one registered: a tools-only server (the
 # commonest kind, and the one spawned on demand over stdio) does not import them.
@@ -125,12 +125,12 @@ class Registering:
 
     def _make_tool(self, fn: Callable[..., Any], options: ToolOptions) -> Tool:
         if "app" in options or "visibility" in options:
-            from .apps import with_app_meta
+            from ..extensions.apps import with_app_meta
 
             options = with_app_meta(options)  # type: ignore[assignment]
         if "task" not in options:
             return Tool(fn, pool=self.thread_pool, **options)  # type: ignore[misc]
-        from .task_runner import TaskTool
+        from ..extensions.tasks.runner import TaskTool
 
         return TaskTool(fn, tasks=self.tasks, pool=self.thread_pool, **options)
 
@@ -146,8 +146,8 @@ class Registering:
     ) -> list[Tool]:
         """Register a tool per operation of an OpenAPI 3.0/3.1 document (a dict or JSON text),
         called with ``client``; ``operation_ids=``, ``tags=``, ``include=`` choose which, and
-        ``prefix=`` begins their names (see :mod:`mcpserve.server.openapi`)."""
-        from .openapi import add_openapi
+        ``prefix=`` begins their names (see :mod:`mcpserve.compose.openapi`)."""
+        from ..compose.openapi import add_openapi
 
         return list(add_openapi(self, spec, client=client, **selection))
 
@@ -198,8 +198,8 @@ class Registering:
         """Register an MCP App: the HTML view at a ``ui://`` URI that hosts render for the
         tools linked to it (``@server.tool(app=...)``). From ``html``, a file at ``path``
         (read at each ``resources/read``), or the decorated function's return value (see
-        :mod:`mcpserve.server.apps`)."""
-        from .apps import register_app
+        :mod:`mcpserve.extensions.apps`)."""
+        from ..extensions.apps import register_app
 
         return register_app(
             self.registry, uri, pool=self.thread_pool, html=html, path=path, **options
@@ -216,10 +216,10 @@ class Registering:
     ) -> Skill | Callable[[F], Skill]:
         """Serve a generated skill: the function returns its SKILL.md body on every read; its
         name (``_`` as ``-``) and docstring name and describe it unless given (the skills
-        extension, :mod:`mcpserve.server.skills`)."""
+        extension, :mod:`mcpserve.extensions.skills.extension`)."""
 
         def register(fn: F) -> Skill:
-            from .skill import generated_skill
+            from ..extensions.skills.skill import generated_skill
 
             return self.add_skill(generated_skill(fn, **options))
 
@@ -241,7 +241,7 @@ class Registering:
     ) -> list[Skill]:
         """Serve every skill below ``directory`` (each folder with a SKILL.md), read and
         checked now: a skill that breaks a rule raises ``ValueError`` naming its file."""
-        from .skill_files import load_skills
+        from ..extensions.skills.files import load_skills
 
         skills = load_skills(directory, prefix=prefix, scopes=scopes, cache=cache)
         self.skills.add(skills, replace=replace, nested=True)
@@ -261,11 +261,11 @@ class Registering:
         self, fn: F | None = None, /, *, blocking: bool | None = None
     ) -> F | Callable[[F], F]:
         """List more resources on each ``resources/list``, after the registered ones: the
-        function returns their entries (see :mod:`mcpserve.server.resource_lister`). One per
+        function returns their entries (see :mod:`mcpserve.server.entries.resource_lister`). One per
         server; registering another replaces it."""
 
         def register(fn: F) -> F:
-            from .resource_lister import ResourceLister
+            from .entries.resource_lister import ResourceLister
 
             self.registry.set_resource_lister(
                 ResourceLister(fn, pool=self.thread_pool, blocking=blocking)
@@ -284,7 +284,7 @@ class Registering:
         """Register a function as a prompt; its parameters are the prompt's arguments."""
 
         def register(fn: F) -> Prompt:
-            from .prompts import Prompt
+            from .entries.prompts import Prompt
 
             prompt = Prompt(fn, pool=self.thread_pool, **options)
             self.registry.add_prompt(prompt)
@@ -300,7 +300,7 @@ class Registering:
         **options: Unpack[Options],
     ) -> Prompt:
         """Register a prompt at any time, e.g. while serving."""
-        from .prompts import Prompt
+        from .entries.prompts import Prompt
 
         prompt = fn if isinstance(fn, Prompt) else Prompt(fn, pool=self.thread_pool, **options)
         self.registry.add_prompt(prompt, replace=replace)
@@ -322,7 +322,7 @@ class Registering:
             raise TypeError("completion() takes exactly one of prompt= or resource=")
 
         def register(fn: F) -> F:
-            from .completions import Completer
+            from .entries.completions import Completer
 
             target = prompt if prompt is not None else resource
             assert target is not None

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .resources import Resource, ResourceTemplate
-from .tools import Tool
+from .entries.resources import Resource, ResourceTemplate
+from .entries.tools import Tool
 
 if TYPE_CHECKING:
-    from .completions import Completer
-    from .prompts import Prompt
-    from .resource_lister import ResourceLister
+    from .entries.completions import Completer
+    from .entries.prompts import Prompt
+    from .entries.resource_lister import ResourceLister
 
 T = TypeVar("T")
 ListKind = Literal["tools", "resources", "prompts"]

@@ -34,21 +34,21 @@ from typing_extensions import TypeVar
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
 from ..protocol.errors import raise_unexpected
+from ..protocol.handshake import Session
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.legacy import Session
 from .assembly import build_dispatcher, initialize_through_middleware
 from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url, resource_updated
 from .composing import Composing
-from .context import Context
+from .context.context import Context
 from .custom import CustomMethod
+from .entries.resources import CachePolicy
 from .extending import Extending
-from .legacy import Legacy
+from .handshake import Legacy
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .methods import MethodTable, method_table
 from .middleware import Middleware
 from .registering import Registering
 from .registry import Registry
-from .resources import CachePolicy
 from .runtime import AnswersWithoutState, Runtime
 from .settings import Settings, capabilities
 from .subscriptions import Subscriptions
@@ -56,12 +56,12 @@ from .subscriptions import Subscriptions
 if TYPE_CHECKING:
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
+    from ..compose.mount.mount import Mount, Mounts
+    from ..extensions.skills.extension import Skills
+    from ..extensions.tasks.records import TaskStore
+    from ..extensions.tasks.runner import Tasks
     from ..protocol.request_state import StateSealer
-    from .mounting import Mount, Mounts
     from .notifications import NotificationHandler
-    from .skills import Skills
-    from .task_runner import Tasks
-    from .tasks import TaskStore
 
 logger = logging.getLogger("mcpserve")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -181,7 +181,7 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         #: sessions over HTTP. None: each process keeps its own.
         self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
         if bus is None and self.redis_url is not None and not os.environ.get(BUS_ENV):
-            from .redis_bus import RedisBus
+            from ..backends.redis.bus import RedisBus
 
             # One channel per server: two servers (or staging and production) sharing a
             # Redis do not hear each other; pub/sub ignores the database number.
@@ -221,7 +221,7 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         """The tasks extension (``task_runner.py``), made when the first task tool is
         registered: a server without one never loads it."""
         if self._tasks is None:
-            from .task_runner import Tasks
+            from ..extensions.tasks.runner import Tasks
 
             self._tasks = Tasks(
                 self.runtime, store=self._make_task_store(), publish=self.subscriptions.publish_now
@@ -234,7 +234,7 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
     def skills(self) -> Skills:
         """The skills extension (``skills.py``), made when the first skill is added."""
         if self._skills is None:
-            from .skills import Skills
+            from ..extensions.skills.extension import Skills
 
             self._skills = Skills(self.registry, self.settings, self.thread_pool)
             self._dispatcher = None  # its methods join the table
@@ -367,7 +367,7 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
     def _make_task_store(self) -> TaskStore:
         """``task_store=`` (a store or a URL), else ``$MCPSERVE_TASK_STORE``, else the shared
         Redis when there is one, else this process's memory."""
-        from .task_runner import task_store_from_url
+        from ..extensions.tasks.runner import task_store_from_url
 
         chosen = self._task_store
         if chosen is None:

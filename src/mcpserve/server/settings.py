@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .resources import CachePolicy
+from .entries.resources import CachePolicy
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -59,11 +59,11 @@ def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
         offered["logging"] = {}
     extensions = settings.extensions
     if any(getattr(tool, "task_mode", None) for tool in registry.tools.values()):
-        from .tasks import TASKS_EXTENSION
+        from ..extensions.tasks.records import TASKS_EXTENSION
 
         extensions = {**extensions, TASKS_EXTENSION: {}}
     if registry.resources:
-        from .apps import APPS_EXTENSION, offers_apps
+        from ..extensions.apps import APPS_EXTENSION, offers_apps
 
         if offers_apps(registry):
             extensions = {APPS_EXTENSION: {}, **extensions}

@@ -31,7 +31,7 @@ from ..protocol.jsonrpc import JSONDict, RequestId
 from .bus import Event, SubscriptionBus
 
 if TYPE_CHECKING:
-    from .context import Context
+    from .context.context import Context
     from .registry import Registry
 
 logger = logging.getLogger("mcpserve.subscriptions")

@@ -32,7 +32,7 @@ from typing import Any
 from .._extras import missing_extra
 from ..protocol.core import Handler
 from ..protocol.errors import MCPError
-from .context import Context
+from .context.context import Context
 
 Tracing = Any  # bool | None | opentelemetry.trace.TracerProvider
 MethodHandler = Callable[[Context], Awaitable[dict[str, Any]]]

@@ -65,7 +65,7 @@ from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
 from .disconnects import DisconnectWatch
-from .http_legacy import SESSION_HEADER, LegacyHTTP
+from .http_handshake import SESSION_HEADER, LegacyHTTP
 from .origin import OriginPolicy
 from .responses import (
     ResponseStream,

@@ -50,7 +50,7 @@ from ..protocol.jsonrpc import (
     notification,
     readable_id,
 )
-from .stdio_legacy import StdioLegacy
+from .stdio_handshake import StdioLegacy
 
 if TYPE_CHECKING:
     from ..server.server import Server

@@ -1,0 +1,3 @@
+"""Storage that outlives a process: implementations of the stores and the bus that the server,
+the extensions and the transports declare.
+"""

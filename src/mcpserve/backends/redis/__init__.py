@@ -1,0 +1,3 @@
+"""Redis: the subscription bus, handshake-era sessions and task records, shared by every
+process of a server.
+"""

@@ -1,0 +1,1 @@
+"""SQLite: task records in one file, for one machine."""

@@ -1,0 +1,3 @@
+"""Mounting: one server's entries served by another, under a namespace, following the child's
+changes.
+"""

@@ -1,0 +1,277 @@
+"""Tool transformation: the same function, offered differently.
+
+::
+
+    search_docs = search.transformed(
+        name="search_docs",
+        description="Search the documentation.",
+        fixed={"index": "docs"},               # hidden, always passed
+        defaults={"limit": 5},                 # shown, with a new default
+        hide=["debug"],                        # hidden; the function's default applies
+        schema={"sort": {"enum": ["date", "score"]}, "limit": {"maximum": 20}},  # narrowed
+    )
+    server.add_tool(search_docs)
+
+    server.transform_tool("billing_pay", hide=["dry_run"])  # a local or mounted tool, in place
+
+A transformed tool is a copy of the tool's record (:class:`~mcpserve.Tool`, a task tool, a
+mounted server's tool, another transformed one): the function, its validators and output
+schema are shared, not copied. What changes is its name and list entry, and one step before
+the call. That step checks what the client sent against the published ``inputSchema``:
+
+* an argument the schema no longer shows (hidden or fixed) is refused, naming it;
+* with ``schema=`` narrowing, the arguments must fit the narrowed schema (the whole published
+  schema is enforced, with the same messages as a hand-written ``inputSchema``);
+* then the fixed values and the new defaults are added, and the call goes on as the
+  original's: its own validation, the function, its result.
+
+Problems are an ``isError: true`` result, as for any tool's invalid arguments. Mistakes in
+the transformation itself (an argument the tool does not have, a required one hidden
+without a value, a value that does not fit its schema) raise ``ValueError`` when it is made.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from ..server.entries.entry import InvalidArguments
+from ..server.entries.tools import _TOOL_NAME, RawSchema, Tool
+
+if TYPE_CHECKING:
+    from ..server.context.context import Context
+    from ..server.registry import Registry
+    from .mount.mount import Mounts
+
+Result = dict[str, Any]
+
+
+class ToolChanges(TypedDict, total=False):
+    """What a transformation may change; everything left out stays as it was."""
+
+    #: The tool's new name.
+    name: str
+    #: The new title or description ("" removes it).
+    title: str
+    description: str
+    #: Arguments the client no longer sees; the function's default applies.
+    hide: Iterable[str]
+    #: Arguments the client no longer sees, always passed with these values.
+    fixed: Mapping[str, Any]
+    #: Arguments shown with a new default, passed when the client leaves them out.
+    defaults: Mapping[str, Any]
+    #: Per argument, JSON Schema keywords merged into its schema, to narrow it (an
+    #: ``enum``, a ``maximum``, a ``pattern``...). The function's own validation still
+    #: applies after, so a keyword can only narrow what the function accepts.
+    schema: Mapping[str, Mapping[str, Any]]
+
+
+class ToolTransform:
+    """One transformation, checked against each tool it is applied to."""
+
+    __slots__ = ("changes",)
+
+    def __init__(self, changes: ToolChanges) -> None:
+        unknown = set(changes) - set(ToolChanges.__annotations__)
+        if unknown:
+            raise TypeError(f"Unknown tool change(s): {', '.join(sorted(unknown))}")
+        self.changes = changes
+
+    def __repr__(self) -> str:
+        return f"ToolTransform({dict(self.changes)!r})"
+
+    def apply(self, tool: Tool) -> Tool:
+        changes = self.changes
+        name = changes.get("name", tool.name)
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise ValueError(
+                f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
+            )
+        schema, step = _published(tool, name, changes)
+        made = copy.copy(tool)
+        if step is not None:
+            made.__class__ = _transformed_kind(type(tool), step)
+        made.key = name
+        wire = {**tool.wire, "name": name, "inputSchema": schema}
+        for field in ("title", "description"):
+            if field in changes:
+                text = changes[field]
+                if not isinstance(text, str):
+                    raise TypeError(f"{field} must be a string")
+                if text:
+                    wire[field] = text
+                else:
+                    wire.pop(field, None)
+        made.wire = wire
+        shown = schema.get("properties", {})
+        made.header_params = {p: h for p, h in tool.header_params.items() if p in shown}
+        made.header_types = {p: t for p, t in tool.header_types.items() if p in shown}
+        return made
+
+
+class ArgumentStep:
+    """What a transformed tool does to a client's arguments before the original sees them."""
+
+    __slots__ = ("check", "defaults", "fixed", "refused")
+
+    def __init__(
+        self,
+        refused: frozenset[str],
+        check: RawSchema | None,
+        defaults: dict[str, Any],
+        fixed: dict[str, Any],
+    ) -> None:
+        self.refused = refused
+        self.check = check
+        self.defaults = defaults
+        self.fixed = fixed
+
+    def __call__(self, arguments: Result | None) -> Result | None:
+        given = arguments or {}
+        if self.refused:
+            passed = self.refused.intersection(given)
+            if passed:
+                raise InvalidArguments(
+                    [
+                        f"{name}: this argument is set by the server; leave it out"
+                        for name in sorted(passed)
+                    ]
+                )
+        if self.check is not None:
+            problems = self.check.problems(given)
+            if problems:
+                raise InvalidArguments(problems)
+        if not self.defaults and not self.fixed:
+            return arguments
+        mapped = dict(given)
+        for key, value in self.defaults.items():
+            if key not in mapped:
+                mapped[key] = copy.deepcopy(value)  # a list default is the call's own
+        mapped.update((key, copy.deepcopy(value)) for key, value in self.fixed.items())
+        return mapped
+
+
+def _transformed_kind(base: type[Tool], step: ArgumentStep) -> type[Tool]:
+    """A subclass of ``base`` whose calls take ``step`` first (one per transformed tool: a
+    transformation of a transformed tool takes both steps, outer first)."""
+
+    async def run(self: Tool, arguments: Any, ctx: Context) -> Result:
+        try:
+            mapped = step(arguments)
+        except InvalidArguments as exc:
+            return self.refuse(exc, ctx)
+        result: Result = await base.run(self, mapped, ctx)
+        return result
+
+    def run_inline(self: Tool, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
+        try:
+            mapped = step(arguments)
+        except InvalidArguments as exc:
+            return self.refuse(exc, ctx)
+        return base.run_inline(self, mapped, ctx)
+
+    body = {"__slots__": (), "run": run, "run_inline": run_inline}
+    metaclass: Any = type(base)  # Registered's: ABCMeta
+    kind: type[Tool] = metaclass(f"Transformed{base.__name__}", (base,), body)
+    return kind
+
+
+def _names(value: Any, what: str) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    names = set(value)
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(f"{what} takes argument names")
+    return names
+
+
+def _published(tool: Tool, name: str, changes: ToolChanges) -> tuple[Result, ArgumentStep | None]:
+    """The transformed ``inputSchema``, and the step its calls take (None: nothing to do)."""
+    original = tool.wire["inputSchema"]
+    schema: Result = copy.deepcopy(original)
+    properties: Result = schema.get("properties") or {}
+    hide = _names(changes.get("hide", ()), "hide")
+    fixed = dict(changes.get("fixed") or {})
+    defaults = dict(changes.get("defaults") or {})
+    narrowed = dict(changes.get("schema") or {})
+    where = f"Tool {tool.name!r}"
+    unknown = (hide | fixed.keys() | defaults.keys() | narrowed.keys()) - properties.keys()
+    if unknown:
+        raise ValueError(f"{where} has no argument {', '.join(map(repr, sorted(unknown)))}")
+    hidden = hide | fixed.keys()
+    for what, names in (("a new default", defaults.keys()), ("a narrowed schema", narrowed)):
+        both = sorted(hidden & set(names))
+        if both:
+            raise ValueError(
+                f"{where}: {', '.join(map(repr, both))} cannot be hidden and have {what}"
+            )
+    required = list(schema.get("required", ()))
+    for argument in sorted(hide - fixed.keys()):
+        if argument in required:
+            raise ValueError(
+                f"{where}: {argument!r} is required, so hiding it needs a value: "
+                f"fixed={{{argument!r}: ...}}"
+            )
+    for argument, keywords in narrowed.items():
+        if not isinstance(keywords, Mapping):
+            raise TypeError(f"{where}: schema[{argument!r}] must be a dict of JSON Schema keywords")
+        properties[argument] = {**properties[argument], **keywords}
+    for argument, value in fixed.items():
+        _check_value(where, "fixed", original, original["properties"][argument], argument, value)
+    for argument, value in defaults.items():
+        _check_value(where, "default", schema, properties[argument], argument, value)
+        properties[argument] = {**properties[argument], "default": value}
+    for argument in hidden:
+        del properties[argument]
+    required = [key for key in required if key not in hidden and key not in defaults]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    check = RawSchema(name, schema) if narrowed else None
+    if not hidden and not defaults and check is None:
+        return schema, None
+    return schema, ArgumentStep(frozenset(hidden), check, defaults, fixed)
+
+
+def _check_value(
+    where: str, what: str, root: Result, schema: Result, argument: str, value: Any
+) -> None:
+    """Refuse a fixed value or default that does not fit the argument's schema."""
+    import jsonschema  # only a server that transforms tools with values loads it
+
+    if "$defs" in root:
+        schema = {**schema, "$defs": root["$defs"]}
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(value)
+    )
+    if error is not None:
+        raise ValueError(
+            f"{where}: the {what} value for {argument!r} does not fit its schema: {error.message}"
+        )
+
+
+def transform_tool(
+    registry: Registry, mounts: Mounts | None, name: str, changes: ToolChanges
+) -> Tool:
+    """``server.transform_tool``: replace the tool ``name`` (local or mounted) with its
+    transformation, in its place in the list."""
+    transform = ToolTransform(changes)
+    mount = mounts.owner_of_tool(name) if mounts is not None else None
+    if mount is not None:
+        return mount.transform_tool(name, transform)
+    tools = registry.tools
+    if name not in tools:
+        raise KeyError(f"No tool named {name!r} is registered")
+    made = transform.apply(tools[name])
+    if made.name != name and made.name in tools:
+        raise ValueError(f"A tool named {made.name!r} is already registered")
+    entries = [(made.name, made) if key == name else (key, tool) for key, tool in tools.items()]
+    tools.clear()
+    tools.update(entries)
+    off = registry.disabled["tools"]
+    if name in off:
+        off.add(made.name)
+    registry.changed("tools")
+    return made

@@ -1,0 +1,3 @@
+"""The skills extension (``io.modelcontextprotocol/skills``): ``SKILL.md`` folders served as
+resources.
+"""

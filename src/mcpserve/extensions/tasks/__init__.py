@@ -1,0 +1,1 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``): tools that outlive their request."""

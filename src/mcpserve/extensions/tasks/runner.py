@@ -1,0 +1,431 @@
+"""Running tools as tasks, and the ``tasks/*`` methods.
+
+A tool registered with ``task="optional"`` or ``task="required"`` is a :class:`TaskTool`.
+Called by a client whose request declares the tasks extension, it answers with a
+``CreateTaskResult`` and its function goes on in the background; without the extension an
+optional one runs as an ordinary call, and a required one is -32021. When the task starts
+is the tool's choice (``task_start``):
+
+* ``"call"`` (default): at once. Questions the function asks (``ctx.elicit``,
+  ``ctx.sample``, ``ctx.list_roots``) park the task in ``input_required`` until
+  ``tasks/update`` brings the answers.
+* ``"handler"``: the call runs as an ordinary one, multi round-trip rounds included, until
+  the function awaits ``ctx.start_task()``; the rest runs as the task. So a tool can ask
+  its questions up front, synchronously, and then work for an hour.
+
+Inside a task ``ctx.progress`` sets the task's ``statusMessage``, and nothing is sent to
+the client: there is no stream left to send it on (``notifications/progress`` and
+``notifications/message`` are not for tasks). ``tasks/cancel`` cancels the function's
+asyncio task; it ends ``cancelled`` unless it had already finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ...protocol import constants as c
+from ...protocol.capabilities import missing_capabilities
+from ...protocol.core import Request
+from ...protocol.errors import (
+    InternalError,
+    InvalidRequest,
+    MCPError,
+    MissingClientCapability,
+    new_ref,
+)
+from ...protocol.jsonrpc import dumps
+from ...server.context.context import Context
+from ...server.context.rounds import MISSING, InputRequest
+from ...server.entries.tools import Tool
+from .records import (
+    TASKS_EXTENSION,
+    MemoryTaskStore,
+    TaskRecord,
+    TaskStore,
+    TaskStoreUnavailable,
+    TooManyTasks,
+)
+
+if TYPE_CHECKING:
+    from ...server.runtime import Runtime
+
+logger = logging.getLogger("mcpserve.tasks")
+
+Result = dict[str, Any]
+TaskMode = Literal["optional", "required"]
+TaskStart = Literal["call", "handler"]
+REQUIRED_EXTENSION: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+#: The bus event type of an update or cancel for a task running in another process.
+CONTROL_EVENT = "task-control"
+STORE_UNAVAILABLE = "The task store is unavailable; try again shortly"
+
+
+class RunningTask:
+    """A task whose function runs in this process: its questions, and its end."""
+
+    def __init__(self, tasks: Tasks, record: TaskRecord, capabilities: dict[str, Any]) -> None:
+        self.tasks = tasks
+        self.record = record
+        self.capabilities = capabilities
+        self.job: asyncio.Task[Any] | None = None
+        #: Key on the wire -> (what was asked, the answer to come).
+        self._pending: dict[str, tuple[InputRequest, asyncio.Future[Any]]] = {}
+        self._keys = 0
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        """Park the task until the client answers every question (``tasks/update``)."""
+        needed: dict[str, Any] = {}
+        for request in requests.values():
+            needed.update(request.required_capabilities())
+        missing = missing_capabilities(needed, self.capabilities)
+        if missing:
+            raise MissingClientCapability(missing)
+        loop = asyncio.get_running_loop()
+        answers = {key: loop.create_future() for key in requests}
+        for key, request in requests.items():
+            self._issue(request, answers[key])
+        await self._changed()
+        try:
+            return {key: await answer for key, answer in answers.items()}
+        except asyncio.CancelledError:  # nobody waits for these answers any more
+            self._withdraw(set(answers.values()))
+            raise
+
+    def _withdraw(self, answers: set[asyncio.Future[Any]]) -> None:
+        for key, (_, answer) in list(self._pending.items()):
+            if answer in answers:
+                del self._pending[key]
+                self.record.input_requests.pop(key, None)
+        if not self._pending and self.record.status == "input_required":
+            self.record.status = "working"
+
+    def _issue(self, request: InputRequest, answer: asyncio.Future[Any]) -> None:
+        # Keys are never reused over the task's life: a question asked again gets a new one.
+        self._keys += 1
+        key = f"input-{self._keys}"
+        self._pending[key] = (request, answer)
+        self.record.input_requests[key] = request.to_wire()
+        self.record.status = "input_required"
+
+    def answer(self, responses: Mapping[str, Any]) -> None:
+        """``tasks/update``: answers for keys that are outstanding count, others are ignored;
+        an answer that does not fit is asked again, under a new key."""
+        for key, raw in responses.items():
+            pending = self._pending.pop(key, None)
+            if pending is None:
+                continue
+            self.record.input_requests.pop(key, None)
+            request, answer = pending
+            parsed = request.parse(raw)
+            if parsed is MISSING:
+                self._issue(request, answer)
+            elif not answer.done():
+                answer.set_result(parsed)
+        if not self._pending and self.record.status == "input_required":
+            self.record.status = "working"
+        self.record.touch()
+
+    async def progress(self, message: str) -> None:
+        self.record.status_message = message
+        await self._changed()
+
+    async def save(self) -> None:
+        """Keep and announce the task's state as it is now (questions withdrawn, say)."""
+        await self._changed()
+
+    async def finish(
+        self,
+        status: Literal["completed", "failed", "cancelled"],
+        *,
+        result: Result | None = None,
+        error: MCPError | None = None,
+    ) -> None:
+        record = self.record
+        if record.terminal:  # terminal states never change
+            return
+        record.status = status
+        record.input_requests = {}
+        record.result = result
+        if error is not None:
+            record.error = error.to_wire()
+            record.status_message = error.message
+        await self._changed()
+
+    async def _changed(self) -> None:
+        self.record.touch()
+        await self.tasks.changed(self.record)
+
+
+class Tasks:
+    """The tasks extension of one server: starting and running tasks, and the ``tasks/*``
+    methods that read, answer and cancel them."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        store: TaskStore | None = None,
+        ttl_seconds: float = 3600.0,
+        poll_interval_ms: int = 500,
+        max_result_bytes: int = 4 * 1024 * 1024,
+        publish: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.ttl_ms = max(1, round(ttl_seconds * 1000))
+        self.poll_interval_ms = poll_interval_ms
+        self.max_result_bytes = max_result_bytes
+        self.publish = publish
+        #: Tasks whose functions run in this process, by id.
+        self.running: dict[str, RunningTask] = {}
+        #: Who runs a task's function: the owner of its lease.
+        self.instance = os.urandom(8).hex()
+        self.lease_seconds = 30.0
+        self._renewer: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def declared(ctx: Context) -> bool:
+        """Whether this request declares the extension (and speaks a revision that has it)."""
+        extensions = ctx.client_capabilities.get("extensions")
+        return (
+            isinstance(extensions, dict)
+            and TASKS_EXTENSION in extensions
+            and ctx.protocol_version in c.MODERN_VERSIONS
+        )
+
+    async def changed(self, record: TaskRecord) -> None:
+        try:
+            await self.store.save(record)
+        except TaskStoreUnavailable:  # the store logged why; the next change tries again
+            logger.warning("Task %s: its new state could not be saved", record.task_id)
+        if self.publish is not None:
+            await self.publish(
+                {
+                    "type": "task",
+                    "taskId": record.task_id,
+                    "principal": record.principal,
+                    "task": record.detailed(),
+                }
+            )
+
+    # -- starting --------------------------------------------------------------------------
+
+    async def call(self, tool: Taskable, arguments: Any, ctx: Context) -> Result:
+        """``tools/call`` of a task tool."""
+        if not self.declared(ctx):
+            if tool.task_mode == "required":
+                message = f"Tool {tool.name!r} runs only as a task: declare {TASKS_EXTENSION}"
+                raise MissingClientCapability(REQUIRED_EXTENSION, message)
+            return await tool.work(arguments, ctx)
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[TaskRecord] = loop.create_future()
+        job_ctx = TaskContext(ctx.request, self.runtime)
+
+        async def start(message: str | None) -> None:
+            await self._start(job_ctx, started, message)
+
+        job_ctx.task_starter = start
+        if tool.task_start == "call":
+            running = await self._start(job_ctx, started, None)
+            running.job = asyncio.create_task(self._execute(tool, arguments, job_ctx))
+            # Let the job take its first step: a tasks/cancel that comes before it would
+            # cancel a coroutine that never ran, and nothing would record the task's end.
+            await asyncio.sleep(0)
+            return {"resultType": "task", **running.record.task()}
+        # The function runs until it awaits ctx.start_task() (whose task is then the job's
+        # own), or ends first: whichever comes first answers the request.
+        job = asyncio.create_task(self._execute(tool, arguments, job_ctx))
+        try:
+            waiting: set[asyncio.Future[Any]] = {job, started}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the request went away before the task existed
+            job.cancel()
+            raise
+        if started.done():
+            return {"resultType": "task", **started.result().task()}
+        answer = job.result()  # ended before it became a task: its own answer
+        assert answer is not None
+        return answer
+
+    async def _start(
+        self, ctx: TaskContext, started: asyncio.Future[TaskRecord], message: str | None
+    ) -> RunningTask:
+        """Create the task (durably, before anyone hears of it) for the call ``ctx`` runs."""
+        record = TaskRecord(
+            ctx.principal,
+            ttl_ms=self.ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            status_message=message,
+            owner=self.instance,
+            lease_until=time.time() + self.lease_seconds,
+        )
+        try:
+            await self.store.create(record)
+        except TooManyTasks:
+            raise InvalidRequest("Too many tasks: wait for some to finish or expire") from None
+        except TaskStoreUnavailable:
+            raise InternalError(STORE_UNAVAILABLE) from None
+        running = RunningTask(self, record, ctx.client_capabilities)
+        running.job = asyncio.current_task()
+        self.running[record.task_id] = running
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew(), name="mcpserve-task-leases")
+        ctx.task = running
+        ctx.request.send = None  # the request is answered: nothing more goes on its stream
+        started.set_result(record)
+        return running
+
+    async def _execute(self, tool: Taskable, arguments: Any, ctx: Context) -> Result | None:
+        """The tool's work; once it runs as a task, its end is recorded there."""
+        ctx._task = asyncio.current_task()  # ctx.cancelled follows this job, not the request
+        try:
+            result = await tool.work(arguments, ctx)
+        except asyncio.CancelledError:
+            if ctx.task is None:
+                raise
+            await ctx.task.finish("cancelled")
+            return None
+        except MCPError as exc:
+            if ctx.task is None:
+                raise
+            await ctx.task.finish("failed", error=exc)
+            return None
+        except Exception:
+            if ctx.task is None:
+                raise
+            ref = new_ref()
+            logger.exception("Task %s failed (ref %s)", ctx.task.record.task_id, ref)
+            await ctx.task.finish("failed", error=InternalError(f"Internal error (ref {ref})"))
+            return None
+        finally:
+            if ctx.task is not None:
+                self.running.pop(ctx.task.record.task_id, None)
+        running = ctx.task
+        if running is None:
+            return result
+        if result.get("resultType") == "input_required":
+            error = InternalError("A task cannot answer input_required: ask with ctx.elicit")
+            await running.finish("failed", error=error)
+        elif len(dumps(result)) > self.max_result_bytes:
+            error = InternalError(f"The task's result is larger than {self.max_result_bytes} bytes")
+            await running.finish("failed", error=error)
+        else:
+            result.setdefault("resultType", "complete")
+            await running.finish("completed", result=result)
+        return None
+
+    async def _renew(self) -> None:
+        """While functions run here, renew their leases: a process that dies stops
+        renewing, and its tasks read as failed once their leases pass (``tasks.py``)."""
+        while self.running:
+            await asyncio.sleep(self.lease_seconds / 3)
+            until = time.time() + self.lease_seconds
+            with contextlib.suppress(TaskStoreUnavailable):  # logged; the next round retries
+                await self.store.renew(list(self.running), self.instance, until)
+
+    def control(self, event: dict[str, Any]) -> None:
+        """A bus event: an update or cancel, sent by the process that received it, for a
+        task whose function runs here."""
+        if event.get("type") != CONTROL_EVENT:
+            return
+        running = self.running.get(event.get("taskId"))  # type: ignore[arg-type]
+        if running is None or running.record.terminal:
+            return
+        if event.get("do") == "cancel" and running.job is not None:
+            running.job.cancel()
+        elif event.get("do") == "update" and isinstance(event.get("responses"), dict):
+            running.answer(event["responses"])
+            asyncio.get_running_loop().create_task(self.changed(running.record))
+
+    async def shutdown(self) -> None:
+        """The server stops: tasks still running here fail, saying so."""
+        for running in list(self.running.values()):
+            error = InternalError("The server stopped before the task finished")
+            await running.finish("failed", error=error)
+            if running.job is not None:
+                running.job.cancel()
+        self.running.clear()
+        if self._renewer is not None:
+            self._renewer.cancel()
+        await self.store.close()
+
+
+class TaskContext(Context):
+    """The context of a task tool's call: it can become a task."""
+
+    __slots__ = ("task", "task_starter")
+
+    def __init__(self, request: Request, runtime: Runtime) -> None:
+        super().__init__(request, runtime)
+        self.task = None
+        self.task_starter = None
+
+
+class Taskable(Protocol):
+    """What :meth:`Tasks.call` runs: a tool that may become a task, and its work (what the
+    call does, in a task or not). A :class:`TaskTool`'s work is its function; a proxy's
+    forwarded tool's is the upstream's call, and the upstream's task followed to its end."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def task_mode(self) -> TaskMode: ...
+    @property
+    def task_start(self) -> TaskStart: ...
+    async def work(self, arguments: Any, ctx: Context) -> Result: ...
+
+
+class TaskTool(Tool):
+    """A tool that may run as a task (see the module's docstring)."""
+
+    __slots__ = ("task_mode", "task_start", "tasks")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        tasks: Tasks,
+        task: TaskMode,
+        task_start: TaskStart = "call",
+        **options: Any,
+    ) -> None:
+        super().__init__(fn, **options)
+        if task not in ("optional", "required"):
+            raise ValueError(f'task must be "optional" or "required", not {task!r}')
+        if task_start not in ("call", "handler"):
+            raise ValueError(f'task_start must be "call" or "handler", not {task_start!r}')
+        self.tasks = tasks
+        self.task_mode: TaskMode = task
+        self.task_start: TaskStart = task_start
+        self.synchronous = False  # a task outlives the request: never answered inline
+
+    async def run(self, arguments: Any, ctx: Context) -> Result:
+        return await self.tasks.call(self, arguments, ctx)
+
+    async def work(self, arguments: Any, ctx: Context) -> Result:
+        return await Tool.run(self, arguments, ctx)
+
+
+def task_store_from_url(url: str, *, namespace: str) -> TaskStore:
+    """The store a URL names: ``memory://``, ``sqlite:///path/to/tasks.db`` or
+    ``redis://host:port/db`` (keys under ``namespace``)."""
+    if url in ("", "memory://", "memory"):
+        return MemoryTaskStore()
+    if url.startswith("sqlite://"):
+        from ...backends.sqlite.tasks import SQLiteTaskStore
+
+        rest = url.removeprefix("sqlite://")  # sqlite:///relative.db, sqlite:////absolute.db
+        if not rest.startswith("/") or len(rest) < 2:
+            raise ValueError("sqlite:// needs a path: sqlite:///tasks.db, sqlite:////var/tasks.db")
+        return SQLiteTaskStore(rest[1:])
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from ...backends.redis.tasks import RedisTaskStore
+
+        return RedisTaskStore(url, namespace=namespace)
+    raise ValueError(f"Unknown task store {url[:60]!r}: use memory://, sqlite:///path or redis://")

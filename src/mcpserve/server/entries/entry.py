@@ -1,0 +1,238 @@
+"""Registrations: a user function prepared once, and the one way a request calls it.
+
+Tools, prompts, resources, resource templates, completers and custom methods are each a
+:class:`Registered`: a function whose parameters were read at registration (types, defaults,
+docstring descriptions and the ``Context`` parameter, :mod:`.schema`), whose shape
+(``async def``, plain or blocking, :mod:`.handlers`) decides how it is called, and whose list
+entry (``wire``) is built once.
+
+A call takes the same steps for every kind:
+
+1. :meth:`~Registered.admit` checks what the kind checks before the arguments (a tool's
+   required client capabilities; for kinds that may ask the client, the ``requestState`` of
+   a retry, verified before anything runs) and says which arguments to bind;
+2. the arguments are validated into keyword arguments and the context is added; arguments
+   that do not fit raise :class:`InvalidArguments`, whose text names each problem;
+3. the function runs: awaited (:meth:`~Registered.run`), or here and now for a plain
+   function (:meth:`~Registered.run_inline`, the same steps minus the coroutine);
+4. a question to the client (``await ctx.elicit(...)`` raising :class:`.rounds.NeedInput`)
+   or an :class:`.rounds.InputRequired` return value ends the attempt with
+   ``input_required``;
+5. invalid arguments go to :meth:`~Registered.refuse` and every other exception to
+   :meth:`~Registered.fail`: each kind decides what the client sees (a tool answers
+   ``isError: true``, a prompt -32602, a template "resource not found"), unless the caller
+   asked for unexpected exceptions raised (:func:`~mcpserve.protocol.errors.reraise_unexpected`);
+6. :meth:`~Registered.shape` turns the return value into the kind's result.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Iterable
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+from ...protocol.errors import MCPError, reraise_unexpected
+from ..context.context import Context
+from ..context.rounds import InputRequired, NeedInput
+from ..handlers import is_synchronous, make_invoker
+from ..schema.signature import ArgumentSpec, inspect_arguments, parse_docstring
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+Pool = Callable[[], "ThreadPoolExecutor"]
+
+
+class InvalidArguments(Exception):
+    """Arguments that do not fit the function: ``problems`` says why, one entry each."""
+
+    def __init__(self, problems: list[str], errors: list[Any] | None = None) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+        #: pydantic's error entries, when pydantic found the problems.
+        self.errors = errors or []
+
+    @classmethod
+    def of(cls, exc: pydantic.ValidationError) -> InvalidArguments:
+        errors = exc.errors(include_url=False, include_input=False)
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+            for error in errors[:10]
+        ]
+        return cls(problems, list(errors))
+
+
+class Registered(abc.ABC):
+    """A registered function. Each kind (tool, prompt, ...) subclasses it and overrides the
+    hooks it needs."""
+
+    # Plain classes, not dataclasses: compared by identity, and dataclass method generation
+    # would cost a noticeable share of a stdio server's cold start.
+    __slots__ = ("arguments", "fn", "inline", "invoke", "key", "scopes", "synchronous", "wire")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        key: str,
+        *,
+        pool: Pool,
+        blocking: bool | None = None,
+        wire: dict[str, Any] | None = None,
+        strict: bool = False,
+        scopes: Iterable[str] = (),
+    ) -> None:
+        self.fn = fn
+        #: What requests name it by: a tool's name, a resource's URI, a method's name.
+        self.key = key
+        self.arguments: ArgumentSpec = inspect_arguments(fn, context_type=Context, strict=strict)
+        self.invoke = make_invoker(fn, blocking=blocking, pool=pool)
+        #: A plain function run on the event loop (not in the thread pool): its calls are
+        #: timed, and one that holds the loop too long is named (:mod:`.loop_watch`).
+        self.inline = is_synchronous(self.invoke)
+        #: Answered inline: it never waits, so nothing can cancel it mid-call. Cleared for
+        #: kinds whose calls may wait around the function (a task, middleware).
+        self.synchronous = self.inline
+        self.wire: dict[str, Any] = wire or {}
+        #: What an authenticated caller must have been granted to see and use it.
+        self.scopes = _scope_set(scopes)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r}, fn={self.fn!r})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if it were not registered."""
+        return self.fn(*args, **kwargs)
+
+    # -- one call ------------------------------------------------------------------------
+
+    async def run(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+        """One call of the function for one request: its result, or what it failed as."""
+        started = 0.0
+        try:
+            kwargs = self.bind(self.admit(arguments, ctx), ctx)
+            if self.inline:
+                started = perf_counter()
+            value = await self.invoke(kwargs)
+        except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            if started:
+                self._watch_loop(started, ctx)
+            return self.failed(exc, ctx)
+        if started:
+            self._watch_loop(started, ctx)
+        return self.finished(value, ctx)
+
+    def run_inline(
+        self, arguments: Any, ctx: Context
+    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """:meth:`run` for a :attr:`synchronous` function, here and now: no coroutine.
+
+        Returns an awaitable only in the odd case of a plain function that hands back one (a
+        coroutine made by a helper, say).
+        """
+        started = 0.0
+        try:
+            kwargs = self.bind(self.admit(arguments, ctx), ctx)
+            started = perf_counter()
+            value = self.fn(**kwargs)
+        except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
+            if started:
+                self._watch_loop(started, ctx)
+            return self.failed(exc, ctx)
+        held = perf_counter() - started
+        if held > ctx.runtime.loop_watch.seconds:
+            ctx.runtime.loop_watch.held(self.fn, type(self).__name__, self.key, held)
+        if hasattr(type(value), "__await__"):
+            return self._finish_awaited(value, ctx)
+        return self.finished(value, ctx)
+
+    def _watch_loop(self, started: float, ctx: Context) -> None:
+        held = perf_counter() - started
+        watch = ctx.runtime.loop_watch
+        if held > watch.seconds:
+            watch.held(self.fn, type(self).__name__, self.key, held)
+
+    async def _finish_awaited(self, awaitable: Awaitable[Any], ctx: Context) -> dict[str, Any]:
+        try:
+            value = await awaitable
+        except (Exception, NeedInput) as exc:
+            return self.failed(exc, ctx)
+        return self.finished(value, ctx)
+
+    def bind(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+        """The keyword arguments for the function, validated, the context among them."""
+        try:
+            kwargs = self.arguments.validate(arguments)
+        except pydantic.ValidationError as exc:
+            raise InvalidArguments.of(exc) from None
+        if self.arguments.context_param is not None:
+            kwargs[self.arguments.context_param] = ctx
+        return kwargs
+
+    def failed(self, exc: Exception | NeedInput, ctx: Context) -> dict[str, Any]:
+        if isinstance(exc, NeedInput):  # the attempt ends here: ask, and run again on the retry
+            return ctx.rounds.input_required(exc.requests)
+        if isinstance(exc, InvalidArguments):
+            return self.refuse(exc, ctx)
+        if isinstance(exc, MCPError):
+            raise exc
+        reraise_unexpected(exc)  # a test that asked sees it here, before any kind masks it
+        return self.fail(exc)
+
+    def finished(self, value: Any, ctx: Context) -> dict[str, Any]:
+        if isinstance(value, InputRequired):
+            return ctx.rounds.input_required(value.input_requests, value.state)
+        return self.shape(value, ctx)
+
+    # -- what each kind decides ------------------------------------------------------------
+
+    def admit(self, arguments: Any, ctx: Context) -> Any:
+        """Checks before binding; returns the arguments to bind."""
+        return arguments
+
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+        """The answer to arguments that do not fit (default: the exception propagates)."""
+        raise invalid
+
+    def fail(self, exc: Exception) -> dict[str, Any]:
+        """The answer to any other exception (default: it propagates, masked as -32603)."""
+        raise exc
+
+    @abc.abstractmethod
+    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+        """The result for the function's return value."""
+
+
+def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
+    if isinstance(scopes, str):
+        scopes = scopes.split()  # scopes="notes:read notes:write", as a token spells them
+    chosen = frozenset(scopes)
+    for scope in chosen:
+        if not isinstance(scope, str) or not scope or any(ch.isspace() for ch in scope):
+            raise ValueError(f"A scope must be a non-empty string without spaces, not {scope!r}")
+    return chosen
+
+
+def list_entry(
+    fn: Callable[..., Any],
+    fields: dict[str, Any],
+    *,
+    title: str | None = None,
+    description: str | None = None,
+    **optional: Any,
+) -> dict[str, Any]:
+    """A list entry: ``fields`` first, then each optional field that is set, with the
+    docstring's summary as the description unless one is given."""
+    entry = dict(fields)
+    if title:
+        entry["title"] = title
+    if description is None:
+        description = parse_docstring(fn)[0]
+    if description:
+        entry["description"] = description
+    for key, value in optional.items():
+        if value:
+            entry[key] = value
+    return entry

@@ -1,0 +1,298 @@
+"""Tools: a function, its schemas, and the rules for turning its return value into a result.
+
+Everything a call needs is prepared when the tool is registered: the argument validator,
+the published ``inputSchema``/``outputSchema``, the HTTP header rules and the ``tools/list``
+entry. A call is then: validate arguments, run the function, shape the result.
+
+Failures split three ways (``docs/decisions.md``, "Tool errors"):
+
+* arguments that do not fit ``inputSchema`` and :class:`ToolError` raised by the tool become
+  an ``isError: true`` result the model can read and act on;
+* any other exception from the tool is masked: ``isError: true`` with a reference id, the
+  details only in the server log;
+* protocol errors (:class:`MCPError`, such as a missing client capability) stay JSON-RPC
+  errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+from ...protocol.capabilities import missing_capabilities
+from ...protocol.errors import InternalError, MissingClientCapability, ToolError, new_ref
+from ...protocol.handshake import wraps_output
+from ...protocol.header_annotations import header_annotations
+from ...protocol.records import Record
+from ..context.context import Context
+from ..context.rounds import REQUEST_STATE_KEEPERS, RequestStateKeeper
+from ..schema.signature import inspect_output, unchecked_output
+from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
+from .entry import InvalidArguments, Pool, Registered, list_entry
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ...compose.transform import ToolChanges
+
+logger = logging.getLogger("mcpserve")
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+class ToolResult(Record):
+    """A result spelled out in full, for when a tool wants both text and structured data.
+
+    >>> return ToolResult(content=["3 rows"], structured={"rows": 3})
+    """
+
+    __slots__ = ("content", "is_error", "meta", "structured")  # a Record: see protocol/records.py
+
+    def __init__(
+        self,
+        content: list[Any] | None = None,
+        structured: Any = None,
+        is_error: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.content: list[Any] = [] if content is None else content
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
+
+    def to_wire(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"content": to_blocks(self.content)}
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        if self.is_error:
+            result["isError"] = True
+        if self.meta:
+            result["_meta"] = dict(self.meta)
+        return result
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [text(message)], "isError": True}
+
+
+class Tool(Registered):
+    """A registered tool. Build one with ``@server.tool`` or ``server.add_tool``."""
+
+    __slots__ = (
+        "header_params",
+        "header_types",
+        "output",
+        "output_check",
+        "raw_schema",
+        "request_state",
+        "requires",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        pool: Pool,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        blocking: bool | None = None,
+        requires: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        scopes: Iterable[str] = (),
+        request_state: RequestStateKeeper = "sealed",
+    ) -> None:
+        name = fn.__name__ if name is None else name
+        if not _TOOL_NAME.fullmatch(name):
+            raise ValueError(
+                f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
+            )
+        if request_state not in REQUEST_STATE_KEEPERS:
+            raise ValueError(
+                f'Tool {name!r}: request_state must be "sealed" or "handler", not {request_state!r}'
+            )
+        super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
+        #: Who keeps the requestState of its rounds: mcpserve ("sealed") or the function.
+        self.request_state: RequestStateKeeper = request_state
+        # A published output_schema= replaces the return annotation: it is not read, so one
+        # without a JSON form (a class of your own) does not stop the tool registering.
+        self.output = (
+            unchecked_output()
+            if output_schema is not None
+            else inspect_output(fn, content_types=(ContentBlock, ToolResult))
+        )
+        self.requires = requires
+        schema = input_schema if input_schema is not None else self.arguments.input_schema
+        if schema.get("type") != "object":
+            raise ValueError(f"Tool {name!r}: inputSchema must have type 'object' at its root")
+        #: A hand-written inputSchema, enforced instead of the function's own validation.
+        self.raw_schema = RawSchema(name, schema) if input_schema is not None else None
+        self.output_check = RawSchema(name, output_schema) if output_schema is not None else None
+        try:
+            annotated = header_annotations(schema)
+        except ValueError as exc:
+            raise ValueError(f"Tool {name!r}: {exc}") from None
+        self.header_params: dict[str, str] = {prop: header for prop, header, _ in annotated}
+        self.header_types: dict[str, str] = {prop: kind for prop, _, kind in annotated}
+        fields: dict[str, Any] = {"name": name, "inputSchema": schema}
+        published_output = output_schema if output_schema is not None else self.output.schema
+        if published_output is not None:
+            fields["outputSchema"] = published_output
+        self.wire = list_entry(
+            fn,
+            fields,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            _meta=meta,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    def transformed(self, **changes: Unpack[ToolChanges]) -> Tool:
+        """A new tool over the same function: renamed, redescribed, arguments hidden, fixed,
+        given new defaults or narrowed (see :mod:`.transform`). Register it with
+        ``server.add_tool(...)``; this one is left as it is."""
+        from ...compose.transform import ToolTransform
+
+        return ToolTransform(changes).apply(self)
+
+    # -- one call (the steps are Registered's) ---------------------------------------------
+
+    def admit(self, arguments: Any, ctx: Context) -> Any:
+        if self.requires:
+            missing = missing_capabilities(self.requires, ctx.client_capabilities)
+            if missing:
+                raise MissingClientCapability(missing)
+        # A bad sealed requestState fails first; a handler's own is the handler's to judge.
+        ctx.begin_rounds(self.key, arguments or {}, sealed=self.request_state == "sealed")
+        if self.raw_schema is not None:
+            problems = self.raw_schema.problems(arguments or {})
+            if problems:
+                raise InvalidArguments(problems)
+        elif arguments and not self.arguments.param_names:
+            # The published schema says additionalProperties: false; keep that promise.
+            unexpected = ", ".join(sorted(arguments)[:10])
+            raise InvalidArguments([f"this tool takes no arguments; got: {unexpected}"])
+        return arguments
+
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+        return error_result(f"Invalid arguments for tool {self.key}: {invalid}")
+
+    def fail(self, exc: Exception) -> dict[str, Any]:
+        if isinstance(exc, ToolError):
+            return error_result(str(exc))
+        ref = new_ref()
+        logger.error("Tool %r failed (ref %s)", self.key, ref, exc_info=exc)
+        return error_result(f"Tool {self.key} failed unexpectedly (ref {ref})")
+
+    def shape(self, value: Any, ctx: Context | None = None) -> dict[str, Any]:
+        """Turn a return value into a ``CallToolResult`` body."""
+        if type(value) is str and self.output_check is None and not self.output.structured:
+            return {"content": [{"type": "text", "text": value}]}  # the commonest answer
+        result = self._shaped(value)
+        if (
+            ctx is not None
+            and ctx.request.session is not None
+            and "structuredContent" in result
+            and wraps_output(self.wire.get("outputSchema"))
+        ):
+            # The handshake era lists this tool's schema wrapped as {"result": ...}: every
+            # structured result must be wrapped to fit it, an object included.
+            result["structuredContent"] = {"result": result["structuredContent"]}
+        return result
+
+    def _shaped(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, ToolResult):
+            result = value.to_wire()
+        elif _is_call_tool_result(value):
+            result = dict(value)  # already CallToolResult-shaped: passes through untouched
+        elif self.output_check is not None:
+            structured = self._checked(json_value(value))
+            return {"content": [text(json_text(structured))], "structuredContent": structured}
+        elif not self.output.structured:
+            return {"content": to_blocks(value)}
+        else:
+            try:
+                structured = self.output.serialize(value)
+            except pydantic.ValidationError as exc:
+                raise self._invalid_result(str(exc)) from None
+            return {"content": [text(json_text(structured))], "structuredContent": structured}
+        # A result spelled out by the tool: its structuredContent must still fit the schema.
+        if not result.get("isError") and "outputSchema" in self.wire:
+            if "structuredContent" not in result:
+                raise self._invalid_result("no structuredContent, yet the tool has an outputSchema")
+            result["structuredContent"] = self._checked(result["structuredContent"])
+        return result
+
+    def _checked(self, structured: Any) -> Any:
+        if self.output_check is not None:
+            problems = self.output_check.problems(structured)
+            if problems:
+                raise self._invalid_result("; ".join(problems))
+            return structured
+        try:
+            return self.output.serialize(structured)
+        except pydantic.ValidationError as exc:
+            raise self._invalid_result(str(exc)) from None
+
+    def _invalid_result(self, why: str) -> InternalError:
+        ref = new_ref()
+        logger.error(
+            "Tool %r returned a result that does not fit its output schema (ref %s): %s",
+            self.key,
+            ref,
+            why,
+        )
+        return InternalError(f"Tool {self.key} returned an invalid result (ref {ref})")
+
+
+DIALECT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+class RawSchema:
+    """A hand-written JSON Schema: checked at registration, enforced on every call.
+
+    Only the 2020-12 dialect is supported, and ``$ref`` never leaves the document: no
+    retrieval is configured (``docs/decisions.md``, "Schemas").
+    """
+
+    def __init__(self, tool: str, schema: dict[str, Any]) -> None:
+        import jsonschema
+
+        dialect = schema.get("$schema", DIALECT_2020_12)
+        if dialect.rstrip("#") != DIALECT_2020_12:
+            raise ValueError(
+                f"Tool {tool!r}: JSON Schema dialect {dialect!r} is not supported; "
+                f"use {DIALECT_2020_12}"
+            )
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"Tool {tool!r}: invalid JSON Schema: {exc.message}") from None
+        self._validator = jsonschema.Draft202012Validator(schema)
+
+    def problems(self, instance: Any) -> list[str]:
+        """Why ``instance`` does not fit, one entry per problem (empty when it fits)."""
+        errors = sorted(self._validator.iter_errors(instance), key=lambda e: list(e.path))[:10]
+        return [
+            f"{'.'.join(map(str, error.path)) or 'arguments'}: {error.message}" for error in errors
+        ]
+
+
+def _is_call_tool_result(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    content = value.get("content")
+    return isinstance(content, list) and all(is_content_block(block) for block in content)

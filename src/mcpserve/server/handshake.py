@@ -1,0 +1,226 @@
+"""Serving handshake-era clients (2025-11-25 and earlier) with the same handlers.
+
+A legacy request goes through the same dispatcher as a modern one (``protocol/core.py``);
+what differs is where its protocol facts come from (the :class:`~..protocol.legacy.Session`
+agreed at ``initialize``) and how its answer is written (``protocol/handshake.py``). Here is
+what only the handshake era has, whatever the transport:
+
+* :meth:`Legacy.initialize`, the handshake, which starts a session;
+* the methods only a session has (:meth:`Legacy.handlers`): ``ping``, ``logging/setLevel``,
+  ``resources/subscribe`` and ``resources/unsubscribe``; ``initialize`` again is an error,
+  and ``server/discover`` and ``subscriptions/listen`` are modern-only (-32601);
+* :func:`notification_for`: a change on the subscription bus as the notification a session
+  hears;
+* :func:`ask_client`: ``ctx.elicit``, ``ctx.sample`` and ``ctx.list_roots`` as real requests
+  to the client, which the transport sends (``Request.ask``) and this awaits with a
+  timeout. The handler's code is the same in both eras.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import constants as c
+from ..protocol.capabilities import missing_capabilities
+from ..protocol.core import Handler
+from ..protocol.errors import (
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    MissingClientCapability,
+    ToolError,
+)
+from ..protocol.handshake import Session, negotiate
+from ..protocol.jsonrpc import JSONDict, error_response, notification
+from .bus import Event
+from .context.rounds import MISSING, InputRequest
+from .settings import Settings, capabilities
+
+if TYPE_CHECKING:
+    from .context.context import Context
+    from .registry import Registry
+
+#: Modern methods a session does not have.
+MODERN_ONLY = frozenset(
+    {
+        "server/discover",
+        "subscriptions/listen",
+        # the skills extension ("docs/decisions.md", "Skills in both eras")
+        "skills/list",
+        "skills/get",
+        "resources/directory/read",
+    }
+)
+_ASK_ATTEMPTS = 3
+_LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
+
+
+class SessionEnded(ConnectionError):
+    """The session went away (the client deleted it, or disconnected) before it answered."""
+
+
+class Legacy:
+    """The handshake era of one server: the handshake and the session-only methods."""
+
+    def __init__(self, registry: Registry, settings: Settings) -> None:
+        self.registry = registry
+        self.settings = settings
+
+    def capabilities(self) -> JSONDict:
+        offered = capabilities(self.registry, self.settings)
+        extensions = offered.pop("extensions", None)  # negotiated on the 2026-07-28 wire
+        if extensions:
+            from ..extensions.apps import APPS_EXTENSION
+
+            # ... but the apps extension is defined for both ("docs/decisions.md", "Apps in
+            # both eras").
+            if APPS_EXTENSION in extensions:
+                offered["extensions"] = {APPS_EXTENSION: extensions[APPS_EXTENSION]}
+        return offered
+
+    def initialize(self, message: JSONDict) -> tuple[Session | None, JSONDict]:
+        """A new session and the ``initialize`` response (or None and an error response)."""
+        request_id = message["id"]
+        params = message.get("params") or {}
+        client_capabilities = params.get("capabilities")
+        if not isinstance(params.get("protocolVersion"), str) or not isinstance(
+            client_capabilities, dict
+        ):
+            error = InvalidParams(
+                "Invalid params: initialize needs protocolVersion and capabilities"
+            )
+            return None, error_response(request_id, error)
+        info = params.get("clientInfo")
+        session = Session(
+            negotiate(params["protocolVersion"]),
+            client_capabilities,
+            info if isinstance(info, dict) else None,
+        )
+        result: JSONDict = {
+            "protocolVersion": session.version,
+            "capabilities": self.capabilities(),
+            "serverInfo": dict(self.settings.info),
+        }
+        if self.settings.instructions:
+            result["instructions"] = self.settings.instructions
+        return session, {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def handlers(self, shared: Mapping[str, Handler[Context]]) -> dict[str, Handler[Context]]:
+        """The legacy method table: the shared methods and the session-only ones."""
+        table = {name: handler for name, handler in shared.items() if name not in MODERN_ONLY}
+        table.update(
+            {
+                "ping": Handler(call_inline=lambda ctx: {}),
+                "initialize": Handler(call_inline=_initialized_already),
+                "logging/setLevel": Handler(call_inline=self._set_level),
+                "resources/subscribe": Handler(call_inline=self._subscribe),
+                "resources/unsubscribe": Handler(call_inline=self._subscribe),
+            }
+        )
+        return table
+
+    def _set_level(self, ctx: Context) -> JSONDict:
+        if not self.settings.client_logging:
+            raise MethodNotFound("Method not found: logging/setLevel")
+        level = ctx.request.params.get("level")
+        if type(level) is not str or level not in c.LOG_LEVEL_RANK:
+            raise InvalidParams(f"Invalid params: unknown log level {str(level)[:40]!r}")
+        _session(ctx).log_level = level
+        return {}
+
+    def _subscribe(self, ctx: Context) -> JSONDict:
+        method = ctx.request.method
+        if not self.registry.offers_resources:
+            raise MethodNotFound(f"Method not found: {method}")
+        uri = ctx.request.params.get("uri")
+        if type(uri) is not str:
+            raise InvalidParams('Invalid params: "uri" must be a string')
+        subscriptions = _session(ctx).resource_subscriptions
+        if method == "resources/subscribe":
+            found = self.registry.find_resource(uri)
+            if found is not None:
+                ctx.require_scopes(*found[0].scopes)  # updates of what it may not read: no
+            subscriptions.add(uri)
+        else:
+            subscriptions.discard(uri)
+        return {}
+
+
+def _initialized_already(ctx: Context) -> JSONDict:
+    raise InvalidRequest("Invalid request: this session is already initialized")
+
+
+def _session(ctx: Context) -> Session:
+    session = ctx.request.session
+    assert session is not None, "a legacy method runs inside a session"
+    return session
+
+
+def notification_for(event: Event, session: Session) -> JSONDict | None:
+    """What a session hears of a bus event: list changes, and updates of its subscriptions."""
+    kind = event.get("type")
+    if kind in _LIST_CHANGES:
+        return notification(f"notifications/{kind}/list_changed")
+    if kind == "updated":
+        uri = event.get("uri")
+        if isinstance(uri, str) and session.wants_update(uri):
+            return notification("notifications/resources/updated", {"uri": uri})
+    return None
+
+
+# -- questions to the client, as real requests ------------------------------------------
+
+
+async def ask_client(ctx: Context, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+    """Ask everything at once over the request's session; the answers by key."""
+    needed: dict[str, Any] = {}
+    for request in requests.values():
+        needed.update(request.required_capabilities())
+    missing = missing_capabilities(needed, ctx.client_capabilities)
+    if missing:
+        raise MissingClientCapability(missing)
+    keys = list(requests)
+    answers = await asyncio.gather(*(_ask_one(ctx, requests[key]) for key in keys))
+    return dict(zip(keys, answers, strict=True))
+
+
+async def _ask_one(ctx: Context, request: InputRequest) -> Any:
+    ask = ctx.request.ask
+    assert ask is not None
+    wire = _for_version(request.to_wire(), ctx.protocol_version)
+    method = wire["method"]
+    timeout = ctx.runtime.client_timeout_seconds
+    for _ in range(_ASK_ATTEMPTS):
+        try:
+            result = await asyncio.wait_for(ask(wire), timeout)
+        except TimeoutError:
+            raise ToolError(f"The client did not answer {method} within {timeout:g} s") from None
+        except SessionEnded:
+            raise ToolError(f"The session ended before the client answered {method}") from None
+        except MCPError as exc:  # the client's error is not this request's own error
+            raise ToolError(f"The client refused {method}: {exc.message}") from None
+        parsed = request.parse(result)
+        if parsed is not MISSING:
+            return parsed
+    raise InvalidParams(f"The client's answers to {method} were not valid")
+
+
+def _for_version(wire: JSONDict, version: str) -> JSONDict:
+    """An input request in the shape a handshake-era version expects."""
+    if wire["method"] != "elicitation/create":
+        return wire
+    params = dict(wire["params"])
+    if params.get("mode") == "url":
+        if version != "2025-11-25":
+            raise MissingClientCapability(
+                {"elicitation": {"url": {}}},
+                f"URL elicitation needs protocol 2025-11-25, not {version}",
+            )
+        params["elicitationId"] = os.urandom(16).hex()  # 2025-11-25 requires one
+    elif version != "2025-11-25":
+        params.pop("mode", None)  # older versions know only forms, without a mode field
+    return {**wire, "params": params}
