@@ -379,7 +379,7 @@ async def test_dual_era_server_lists_legacy_versions_in_minus_32022():
 
 async def test_legacy_version_in_meta_says_the_handshake_is_required():
     dispatcher = Dispatcher(
-        {"server/discover": Handler(call_inline=lambda ctx: {})},
+        {"server/discover": Handler(lambda ctx: {}, inline=True)},
         context=lambda request: SimpleNamespace(request=request, mark_cancelled=lambda: None),
         server_info={"name": "d", "version": "1"},
         versions=c.MODERN_VERSIONS,

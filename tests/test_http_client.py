@@ -284,7 +284,12 @@ async def test_questions_from_the_server_are_answered_by_the_same_handlers_in_bo
         answer = await dual.wait_for(lambda e: "result" in posted(e), start)
         assert posted(answer)["result"] == {"action": "accept", "content": {"name": "Ada"}}
     else:  # each was an input_required round, answered in the retried call
-        retried = [posted(e) for e in dual.since(start) if "inputResponses" in e["body"]]
+        # An exchange is recorded once it is over, which may be just after its answer came.
+        for _ in range(500):
+            retried = [posted(e) for e in dual.since(start) if "inputResponses" in e["body"]]
+            if len(retried) >= 2:
+                break
+            await asyncio.sleep(0.02)
         assert len(retried) == 2
 
 

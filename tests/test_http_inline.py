@@ -1,10 +1,10 @@
-"""The inline path gives exactly the answers of the awaited one.
+"""The inline path gives exactly the answers of the path through a task.
 
 A ``tools/call`` of a tool whose function is a plain ``def`` (and a server without
-middleware) is marked inline by ``prepare`` and answered by ``execute_inline``, without the
-dispatcher's coroutines; HTTP then answers with JSON at once. Every outcome a tool call can
-have is sent three ways here (``execute_inline``, the awaited ``execute`` and HTTP), and
-the answers must agree.
+middleware) is marked inline by ``prepare`` and answered by ``execute`` where it stands,
+without a task or a coroutine; HTTP then answers with JSON at once. Every outcome a tool
+call can have is sent three ways here (``execute`` inline, ``respond`` in a task of its own,
+as a request not marked inline is served, and HTTP), and the answers must agree.
 """
 
 from __future__ import annotations
@@ -126,23 +126,23 @@ async def test_inline_and_awaited_answers_agree_and_http_takes_the_inline_path(
     inline = dispatcher.prepare(message)
     # A disabled tool is unknown: nothing to run inline, the handler answers the error.
     assert inline.inline is (message["params"]["name"] != "hidden")
-    awaited = await dispatcher.execute(dispatcher.prepare(message))
+    awaited = await asyncio.create_task(dispatcher.respond(dispatcher.prepare(message)))
     if inline.inline:
-        answer = dispatcher.execute_inline(inline)
+        answer = dispatcher.execute(inline)
         answered = answer if isinstance(answer, dict) else await answer
         assert comparable(answered) == comparable(dict(awaited))
-    taken: list[str] = []
-    execute_inline = dispatcher.execute_inline
+    in_a_task: list[str] = []
+    respond = dispatcher.respond
 
     def spy(request: Any) -> Any:
-        taken.append(request.method)
-        return execute_inline(request)
+        in_a_task.append(request.method)
+        return respond(request)
 
-    monkeypatch.setattr(dispatcher, "execute_inline", spy)
+    monkeypatch.setattr(dispatcher, "respond", spy)
     async with asgi_client(server.http_app()) as client:
         reply = await post(client, message)
     assert comparable(reply.message) == comparable(awaited)
-    assert taken == (["tools/call"] if inline.inline else [])
+    assert in_a_task == ([] if inline.inline else ["tools/call"])
 
 
 def test_the_cases_cover_plain_functions_only() -> None:

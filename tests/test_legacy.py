@@ -233,7 +233,7 @@ async def sans_io(
     except MCPError as exc:
         response = error_response(message["id"], exc)
     else:
-        response = await dispatcher.execute(prepared)
+        response = await dispatcher.respond(prepared)
     legacy_schema.check_response(message["method"], response)
     return response
 

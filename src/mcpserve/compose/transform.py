@@ -156,22 +156,14 @@ def _transformed_kind(base: type[Tool], step: ArgumentStep) -> type[Tool]:
     """A subclass of ``base`` whose calls take ``step`` first (one per transformed tool: a
     transformation of a transformed tool takes both steps, outer first)."""
 
-    async def run(self: Tool, arguments: Any, ctx: Context) -> Result:
+    def run(self: Tool, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
         try:
             mapped = step(arguments)
         except InvalidArguments as exc:
             return self.refuse(exc, ctx)
-        result: Result = await base.run(self, mapped, ctx)
-        return result
+        return base.run(self, mapped, ctx)
 
-    def run_inline(self: Tool, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
-        try:
-            mapped = step(arguments)
-        except InvalidArguments as exc:
-            return self.refuse(exc, ctx)
-        return base.run_inline(self, mapped, ctx)
-
-    body = {"__slots__": (), "run": run, "run_inline": run_inline}
+    body = {"__slots__": (), "run": run}
     metaclass: Any = type(base)  # Registered's: ABCMeta
     kind: type[Tool] = metaclass(f"Transformed{base.__name__}", (base,), body)
     return kind

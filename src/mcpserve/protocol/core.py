@@ -22,10 +22,14 @@ Whatever the transport and the era, a request goes through the two steps of
 7. whether the handler may run inline: one that can never wait (a list, a plain function
    run on the loop) needs no task, no stream and no disconnect watcher.
 
-``execute(request)`` awaits the handler, in the context the server makes for the request, and
+``execute(request)`` calls the handler, in the context the server makes for the request, and
 returns the response: the result, or the error any exception becomes
-(:func:`~.errors.error_from_exception`). ``execute_inline`` does the same here and now for a
-request marked inline; it runs the same handler code, minus the coroutines.
+(:func:`~.errors.error_from_exception`). A handler answers with a dict when it could answer
+at once, or with an awaitable when it has to wait; ``execute`` hands back the response, or an
+awaitable of it, likewise. That is the one place where inline and awaited part: a transport
+executes a request marked inline where it stands, and any other inside a task of its own,
+so that cancelling the task cancels the handler. There is one path through the code for
+both.
 
 Results are stamped on the way out: ``resultType`` and the reserved ``serverInfo`` ``_meta``
 key on the 2026-07-28 wire, the legacy conversion (:mod:`.legacy`) for a session. Nothing
@@ -55,6 +59,9 @@ from .meta import InvalidMeta, RequestMeta, has_modern_meta, read_meta
 from .records import Record
 
 Send = Callable[[JSONDict], Awaitable[None]]
+#: What a handler (and :meth:`Dispatcher.execute`) returns: the answer, when it is ready at
+#: once, or an awaitable of it.
+Answer = JSONDict | Awaitable[JSONDict]
 #: Sends one request to the client (``{"method", "params"}``) and returns its result: how a
 #: handshake-era transport asks the client mid-request. ``None`` on the 2026-07-28 wire,
 #: where a question ends the attempt with ``input_required`` instead.
@@ -172,42 +179,29 @@ C = TypeVar("C", bound=HandlerContext)
 class Handler(Generic[C]):
     """One entry of a method table.
 
-    ``call`` answers in a coroutine. ``call_inline``, when given, answers here and now (it
-    may still return an awaitable in the odd case); ``inline_when(target)`` says whether it
-    may for a request that found its target (default: always, target or not).
+    ``call(ctx)`` answers: a dict when it can at once, else an awaitable of one. ``inline``
+    says whether a request may be answered where it stands, without a task of its own:
+    ``True`` for a handler that never waits (a list), ``False`` (the default) for one that
+    may, or a test of the target the request found (a tool whose function is plain).
     ``resolve(params)`` looks up what the request names, or returns None: errors about it
     are the handler's to raise, after the transport's checks have run. ``scopes(target)``
     names the scopes a found target requires of a checked caller.
     """
 
-    __slots__ = ("call", "call_inline", "inline_when", "resolve", "scopes")
+    __slots__ = ("call", "inline", "resolve", "scopes")
 
     def __init__(
         self,
-        call: Callable[[C], Awaitable[JSONDict]] | None = None,
+        call: Callable[[C], Answer],
         *,
-        call_inline: Callable[[C], JSONDict | Awaitable[JSONDict]] | None = None,
-        inline_when: Callable[[Any], bool] | None = None,
+        inline: bool | Callable[[Any], bool] = False,
         resolve: Callable[[JSONDict], Any] | None = None,
         scopes: Callable[[Any], frozenset[str]] | None = None,
     ) -> None:
-        if call is None:
-            if call_inline is None:
-                raise TypeError("a Handler needs call or call_inline")
-            call = _awaiting(call_inline)
         self.call = call
-        self.call_inline = call_inline
-        self.inline_when = inline_when
+        self.inline = inline
         self.resolve = resolve
         self.scopes = scopes
-
-
-def _awaiting(call_inline: Callable[[C], JSONDict | Awaitable[JSONDict]]) -> Callable[[C], Any]:
-    async def call(ctx: C) -> JSONDict:
-        result = call_inline(ctx)
-        return result if isinstance(result, dict) else await result
-
-    return call
 
 
 class Checks(Protocol):
@@ -291,9 +285,10 @@ class Dispatcher(Generic[C]):
         )
         if checks is not None:
             checks.target(request)
-        if handler.call_inline is not None:
-            inline_when = handler.inline_when
-            request.inline = inline_when is None or (target is not None and inline_when(target))
+        inline = handler.inline
+        request.inline = inline is True or (
+            inline is not False and target is not None and inline(target)
+        )
         return request
 
     def naming_versions(self, exc: InvalidMeta) -> InvalidMeta:
@@ -330,38 +325,31 @@ class Dispatcher(Generic[C]):
 
     # -- step 2: execute -----------------------------------------------------------------
 
-    async def execute(self, request: Request) -> JSONDict:
-        """Run a prepared request's handler and build its response (result or error)."""
+    def execute(self, request: Request) -> Answer:
+        """Run a prepared request's handler: its response (result or error), or, when the
+        handler has to wait, an awaitable of it. Called where the request is to run: for one
+        not marked inline, inside the task that serves it."""
         ctx = self._context(request)
         assert request.handler is not None
         try:
-            result = await request.handler.call(ctx)
+            answer = request.handler.call(ctx)
+        except Exception as exc:
+            return self.failure(request, exc)
+        if isinstance(answer, dict):
+            return self.success(request, answer)
+        return self._awaited(request, ctx, answer)
+
+    async def respond(self, request: Request) -> JSONDict:
+        """:meth:`execute`, run by the task that awaits this: how a request not marked inline
+        is served, so that cancelling that task cancels its handler."""
+        return await answered(self.execute(request))
+
+    async def _awaited(self, request: Request, ctx: C, pending: Awaitable[JSONDict]) -> JSONDict:
+        try:
+            result = await pending
         except asyncio.CancelledError:
             ctx.mark_cancelled()  # wakes worker threads polling ctx.cancelled
             raise
-        except Exception as exc:
-            return self.failure(request, exc)
-        return self.success(request, result)
-
-    def execute_inline(self, request: Request) -> JSONDict | Awaitable[JSONDict]:
-        """:meth:`execute` for a request ``prepare`` marked inline, here and now.
-
-        An awaitable comes back only when the handler's plain function returned one.
-        """
-        ctx = self._context(request)
-        call_inline = request.handler.call_inline  # type: ignore[union-attr]
-        assert call_inline is not None
-        try:
-            result = call_inline(ctx)
-        except Exception as exc:
-            return self.failure(request, exc)
-        if isinstance(result, dict):
-            return self.success(request, result)
-        return self._finish(request, result)
-
-    async def _finish(self, request: Request, pending: Awaitable[JSONDict]) -> JSONDict:
-        try:
-            result = await pending
         except Exception as exc:
             return self.failure(request, exc)
         return self.success(request, result)
@@ -425,7 +413,7 @@ class Dispatcher(Generic[C]):
             no_id, method, params, meta, None, auth, handler, None, session, None, http
         )
         try:
-            await handler.call(self._context(request))
+            await answered(handler.call(self._context(request)))
         except MCPError as exc:  # e.g. a middleware refusing it: there is no one to tell
             logger.warning("Notification %s refused: %s", method[:100], exc.message)
         except Exception as exc:
@@ -447,10 +435,12 @@ class Dispatcher(Generic[C]):
             request = self.prepare(message, send=send, auth=auth)
         except MCPError as exc:
             return error_response(readable_id(message), exc)
-        if request.inline:
-            answer = self.execute_inline(request)
-            return answer if isinstance(answer, dict) else await answer
-        return await self.execute(request)
+        return await answered(self.execute(request))
+
+
+async def answered(answer: Answer) -> JSONDict:
+    """The response an :data:`Answer` stands for, awaited if it has to be."""
+    return answer if isinstance(answer, dict) else await answer
 
 
 def refuse_duplicate_id() -> InvalidRequest:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request, answered
 from ..protocol.errors import InvalidRequest, MCPError, error_from_exception
 from ..protocol.handshake import Session
 from ..protocol.jsonrpc import JSONDict, error_response
@@ -51,7 +51,7 @@ def build_dispatcher(
         table = wrapped(middleware, table)
         legacy_table = wrapped(middleware, legacy_table) if legacy_table is not None else None
         notifications = wrapped(middleware, notifications)
-        any_notification = wrapped(middleware, {"": Handler(call_inline=_nothing)})[""]
+        any_notification = wrapped(middleware, {"": Handler(_nothing, inline=True)})[""]
     if tracer is not None:
         from .tracing import traced
 
@@ -122,7 +122,7 @@ async def initialize_through_middleware(
     )
     request = Request(message["id"], "initialize", params, meta, auth=auth, http=http)
     try:
-        result = await compose(middleware, initialize)(Context(request, runtime))
+        result = await answered(compose(middleware, initialize)(Context(request, runtime)))
     except Exception as exc:
         return None, error_response(message["id"], error_from_exception(exc))
     if not outcome or outcome[-1][0] is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.core import answered
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
 from .context.context import Context
@@ -47,7 +48,7 @@ class CustomMethod(Registered):
 
     async def answer(self, ctx: Context) -> JSONDict:
         """The method's result for one request."""
-        return await self.run(ctx.request.params, ctx)
+        return await answered(self.run(ctx.request.params, ctx))
 
     def admit(self, arguments: Any, ctx: Context) -> Any:
         return {k: v for k, v in arguments.items() if k != "_meta"}

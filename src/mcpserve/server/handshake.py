@@ -114,11 +114,11 @@ class Legacy:
         table = {name: handler for name, handler in shared.items() if name not in MODERN_ONLY}
         table.update(
             {
-                "ping": Handler(call_inline=lambda ctx: {}),
-                "initialize": Handler(call_inline=_initialized_already),
-                "logging/setLevel": Handler(call_inline=self._set_level),
-                "resources/subscribe": Handler(call_inline=self._subscribe),
-                "resources/unsubscribe": Handler(call_inline=self._subscribe),
+                "ping": Handler(_pong, inline=True),
+                "initialize": Handler(_initialized_already, inline=True),
+                "logging/setLevel": Handler(self._set_level, inline=True),
+                "resources/subscribe": Handler(self._subscribe, inline=True),
+                "resources/unsubscribe": Handler(self._subscribe, inline=True),
             }
         )
         return table
@@ -148,6 +148,10 @@ class Legacy:
         else:
             subscriptions.discard(uri)
         return {}
+
+
+def _pong(ctx: Context) -> JSONDict:
+    return {}
 
 
 def _initialized_already(ctx: Context) -> JSONDict:

@@ -137,14 +137,9 @@ def method_table(
             raise InvalidParams(f"Unknown tool: {name[:100]}")
         return tool  # type: ignore[no-any-return]
 
-    def tools_call(ctx: Context) -> Awaitable[Result]:
-        # The tool's own coroutine, not one around it: one frame less on every await.
+    def tools_call(ctx: Context) -> Result | Awaitable[Result]:
+        # The tool's own answer, not a coroutine around it: one frame less on every await.
         return called_tool(ctx).run(_arguments(ctx.request.params), ctx)
-
-    def tools_call_inline(ctx: Context) -> Result | Awaitable[Result]:
-        # Inline only for a tool that was found (and is synchronous): nothing to check.
-        tool: Tool = ctx.request.target
-        return tool.run_inline(_arguments(ctx.request.params), ctx)
 
     # -- resources -----------------------------------------------------------------------
 
@@ -157,7 +152,7 @@ def method_table(
         lister = registry.resource_lister
         if lister is None:
             return list_page("resources", "resources", ctx)
-        listed = lister.run_inline({}, ctx) if lister.synchronous else lister.run({}, ctx)
+        listed = lister.run({}, ctx)
 
         def page(result: Result) -> Result:
             return list_page("resources", "resources", ctx, result["resources"])
@@ -193,14 +188,9 @@ def method_table(
 
         return finish
 
-    async def resources_read(ctx: Context) -> Result:
+    def resources_read(ctx: Context) -> Result | Awaitable[Result]:
         resource, variables = read_resource(ctx)
-        result = await resource.run(variables, ctx)
-        return with_cache_fields(resource, ctx)(result)  # type: ignore[no-any-return]
-
-    def resources_read_inline(ctx: Context) -> Result | Awaitable[Result]:
-        resource, variables = read_resource(ctx)
-        return _then(resource.run_inline(variables, ctx), with_cache_fields(resource, ctx))  # type: ignore[no-any-return]
+        return _then(resource.run(variables, ctx), with_cache_fields(resource, ctx))  # type: ignore[no-any-return]
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -224,13 +214,8 @@ def method_table(
             raise InvalidParams(f"Unknown prompt: {name[:100]}")
         return prompt  # type: ignore[no-any-return]
 
-    def prompts_get(ctx: Context) -> Awaitable[Result]:
+    def prompts_get(ctx: Context) -> Result | Awaitable[Result]:
         return got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
-
-    def prompts_get_inline(ctx: Context) -> Result | Awaitable[Result]:
-        # Inline only for a prompt that was found (and is synchronous): nothing to check.
-        prompt: Prompt = ctx.request.target
-        return prompt.run_inline(ctx.request.params.get("arguments"), ctx)
 
     # -- completions ---------------------------------------------------------------------
 
@@ -270,31 +255,20 @@ def method_table(
         return {"completion": await completer.complete(value, arguments, ctx)}
 
     table: MethodTable = {
-        "server/discover": Handler(call_inline=discover),
-        "tools/list": Handler(call_inline=tools_list),
-        "tools/call": Handler(
-            tools_call,
-            call_inline=tools_call_inline,
-            resolve=find_tool,
-            inline_when=_synchronous,
-            scopes=_scopes,
-        ),
-        "resources/list": Handler(call_inline=resources_list),
-        "resources/templates/list": Handler(call_inline=templates_list),
+        "server/discover": Handler(discover, inline=True),
+        "tools/list": Handler(tools_list, inline=True),
+        "tools/call": Handler(tools_call, inline=_synchronous, resolve=find_tool, scopes=_scopes),
+        "resources/list": Handler(resources_list, inline=True),
+        "resources/templates/list": Handler(templates_list, inline=True),
         "resources/read": Handler(
             resources_read,
-            call_inline=resources_read_inline,
+            inline=_synchronous_resource,
             resolve=find_resource,
-            inline_when=_synchronous_resource,
             scopes=_resource_scopes,
         ),
-        "prompts/list": Handler(call_inline=prompts_list),
+        "prompts/list": Handler(prompts_list, inline=True),
         "prompts/get": Handler(
-            prompts_get,
-            call_inline=prompts_get_inline,
-            resolve=find_prompt,
-            inline_when=_synchronous,
-            scopes=_scopes,
+            prompts_get, inline=_synchronous, resolve=find_prompt, scopes=_scopes
         ),
         "completion/complete": Handler(complete),
         "subscriptions/listen": Handler(subscriptions.listen),

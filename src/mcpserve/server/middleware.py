@@ -24,12 +24,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+from ..protocol.core import Answer, answered
 from .context.context import Context
 
 Result = dict[str, Any]
 CallNext = Callable[[], Awaitable[Result]]
 Middleware = Callable[[Context, CallNext], Awaitable[Result]]
-MethodHandler = Callable[[Context], Awaitable[Result]]
+MethodHandler = Callable[[Context], Answer]
 
 
 class Scoped:
@@ -64,6 +65,8 @@ def compose(middlewares: Sequence[Middleware], handler: MethodHandler) -> Method
 
 def _wrap(middleware: Middleware, inner: MethodHandler) -> MethodHandler:
     async def layer(ctx: Context) -> Result:
-        return await middleware(ctx, lambda: inner(ctx))
+        # What is inside may answer at once (a plain function, inline): call_next is
+        # awaited by the middleware all the same.
+        return await middleware(ctx, lambda: answered(inner(ctx)))
 
     return layer

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.core import answered
 from ..protocol.errors import new_ref
 from ..protocol.jsonrpc import JSONDict
 from .context.context import Context
@@ -37,7 +38,7 @@ class NotificationHandler(Registered):
 
     async def receive(self, ctx: Context) -> JSONDict:
         """Run the function for one notification (the empty dict: nothing is answered)."""
-        return await self.run(ctx.request.params, ctx)
+        return await answered(self.run(ctx.request.params, ctx))
 
     def admit(self, arguments: Any, ctx: Context) -> Any:
         return {k: v for k, v in arguments.items() if k != "_meta"}

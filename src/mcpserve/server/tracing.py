@@ -26,16 +26,16 @@ inline (the span is entered around an awaited call), which costs some throughput
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from .._extras import missing_extra
-from ..protocol.core import Handler
+from ..protocol.core import Answer, Handler, answered
 from ..protocol.errors import MCPError
 from .context.context import Context
 
 Tracing = Any  # bool | None | opentelemetry.trace.TracerProvider
-MethodHandler = Callable[[Context], Awaitable[dict[str, Any]]]
+MethodHandler = Callable[[Context], Answer]
 _TARGETS = {
     "tools/call": "gen_ai.tool.name",
     "prompts/get": "gen_ai.prompt.name",
@@ -108,7 +108,7 @@ def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler
             set_status_on_exception=False,
         ) as span:
             try:
-                result = await call(ctx)
+                result = await answered(call(ctx))
             except MCPError as exc:
                 span.set_attribute("error.type", str(exc.code))
                 span.set_attribute("rpc.jsonrpc.error_code", exc.code)

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
-from ..protocol.core import ANONYMOUS, Auth
+from ..protocol.core import ANONYMOUS, Auth, answered
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
 from .disconnects import DisconnectWatch
@@ -383,8 +383,7 @@ class HTTPApp:
         if request.inline:
             # Nothing in it can wait, so it sends no notifications and nothing could cancel
             # it: answer with JSON directly, without a stream or a disconnect watcher.
-            answer = dispatcher.execute_inline(request)
-            response = answer if isinstance(answer, dict) else await answer
+            response = await answered(dispatcher.execute(request))
             await send_answer(send, response, self.challenge, request.http_status)
             return
         stream = ResponseStream(
@@ -393,7 +392,7 @@ class HTTPApp:
         if stream.sse_allowed:
             request.send = stream.notify
         try:
-            outcome = await self._disconnects.run(dispatcher.execute(request), receive, request.id)
+            outcome = await self._disconnects.run(dispatcher.respond(request), receive, request.id)
             if outcome is not None:
                 await stream.finish(outcome, request.http_status)
         finally:

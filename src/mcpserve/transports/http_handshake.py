@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
-from ..protocol.core import Auth, refuse_duplicate_id
+from ..protocol.core import Auth, answered, refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
 from ..protocol.handshake import Era, era_of
 from ..protocol.jsonrpc import JSONDict, Kind, error_response, readable_id
@@ -255,11 +255,7 @@ class LegacyHTTP:
                 request = dispatcher.prepare(
                     message, send=sink, auth=auth, session=session.session, ask=ask, http=http
                 )
-                if request.inline:
-                    answer = dispatcher.execute_inline(request)
-                    response = answer if isinstance(answer, dict) else await answer
-                else:
-                    response = await dispatcher.execute(request)
+                response = await answered(dispatcher.execute(request))
             except MCPError as exc:
                 response = error_response(message["id"], exc)
             except Exception:  # the dispatcher answers every handler error: this is a bug

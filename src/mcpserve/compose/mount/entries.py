@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ...protocol.core import answered
 from ...server.context.context import Context
 from ...server.entries.entry import Registered
 from ...server.entries.resources import ResourceTemplate
@@ -368,9 +369,9 @@ def _shaping(base: Any, rewrite: Callable[[Result], Result]) -> Callable[..., Re
 def _running(base: Any, middleware: list[Middleware]) -> Callable[..., Any]:
     async def run(self: Any, arguments: Any, ctx: Context) -> Result:
         async def inner(ctx: Context) -> Result:
-            result: Result = await base.run(self, arguments, ctx)
+            result: Result = await answered(base.run(self, arguments, ctx))
             return result
 
-        return await compose(for_method(middleware, ctx.method), inner)(ctx)
+        return await answered(compose(for_method(middleware, ctx.method), inner)(ctx))
 
     return run

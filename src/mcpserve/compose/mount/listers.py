@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.core import answered
 from ...server.context.context import Context
 from ...server.entries.resource_lister import ResourceLister
 
@@ -64,8 +65,7 @@ class Listers:
         for lister, namespace in sources:
             if lister is None:
                 continue
-            listed = lister.run_inline({}, ctx) if lister.synchronous else lister.run({}, ctx)
-            result = listed if isinstance(listed, dict) else await listed
+            result = await answered(lister.run({}, ctx))
             for entry in result["resources"]:
                 if namespace is not None:
                     entry = {**entry, "uri": namespace.uri(entry["uri"])}

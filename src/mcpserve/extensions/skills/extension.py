@@ -197,12 +197,12 @@ class Skills:
     def handlers(self) -> dict[str, Handler[Context]]:
         """The extension's methods, for the method table."""
         return {
-            "skills/list": Handler(call_inline=self.list_skills),
+            "skills/list": Handler(self.list_skills, inline=True),
             "skills/get": Handler(
-                call_inline=self.get_skill, resolve=self._find_skill, scopes=_scopes
+                self.get_skill, inline=True, resolve=self._find_skill, scopes=_scopes
             ),
             "resources/directory/read": Handler(
-                call_inline=self.read_directory, resolve=self._find_directory, scopes=_scopes
+                self.read_directory, inline=True, resolve=self._find_directory, scopes=_scopes
             ),
         }
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...protocol import constants as c
 from ...protocol.capabilities import missing_capabilities
-from ...protocol.core import Request
+from ...protocol.core import Request, answered
 from ...protocol.errors import (
     InternalError,
     InvalidRequest,
@@ -409,7 +409,7 @@ class TaskTool(Tool):
         return await self.tasks.call(self, arguments, ctx)
 
     async def work(self, arguments: Any, ctx: Context) -> Result:
-        return await Tool.run(self, arguments, ctx)
+        return await answered(Tool.run(self, arguments, ctx))
 
 
 def task_store_from_url(url: str, *, namespace: str) -> TaskStore:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ...protocol.core import answered
 from ...protocol.errors import InvalidParams
 from ..context.context import Context
 from .entry import InvalidArguments, Pool, Registered
@@ -60,7 +61,7 @@ class Completer(Registered):
 
     async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> dict[str, Any]:
         """The ``completion`` object for the partial ``value``."""
-        return await self.run((value, arguments), ctx)
+        return await answered(self.run((value, arguments), ctx))
 
     def admit(self, arguments: Any, ctx: Context) -> Any:
         value, known = arguments

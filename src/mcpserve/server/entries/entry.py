@@ -13,8 +13,8 @@ A call takes the same steps for every kind:
    a retry, verified before anything runs) and says which arguments to bind;
 2. the arguments are validated into keyword arguments and the context is added; arguments
    that do not fit raise :class:`InvalidArguments`, whose text names each problem;
-3. the function runs: awaited (:meth:`~Registered.run`), or here and now for a plain
-   function (:meth:`~Registered.run_inline`, the same steps minus the coroutine);
+3. the function runs (:meth:`~Registered.run`): here and now for a plain function, which
+   answers with the result itself, awaited for any other, which answers with an awaitable;
 4. a question to the client (``await ctx.elicit(...)`` raising :class:`.rounds.NeedInput`)
    or an :class:`.rounds.InputRequired` return value ends the attempt with
    ``input_required``;
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 Pool = Callable[[], "ThreadPoolExecutor"]
+Result = dict[str, Any]
 
 
 class InvalidArguments(Exception):
@@ -108,33 +109,18 @@ class Registered(abc.ABC):
 
     # -- one call ------------------------------------------------------------------------
 
-    async def run(self, arguments: Any, ctx: Context) -> dict[str, Any]:
-        """One call of the function for one request: its result, or what it failed as."""
-        started = 0.0
-        try:
-            kwargs = self.bind(self.admit(arguments, ctx), ctx)
-            if self.inline:
-                started = perf_counter()
-            value = await self.invoke(kwargs)
-        except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
-            if started:
-                self._watch_loop(started, ctx)
-            return self.failed(exc, ctx)
-        if started:
-            self._watch_loop(started, ctx)
-        return self.finished(value, ctx)
+    def run(self, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
+        """One call of the function for one request: its result, or what it failed as.
 
-    def run_inline(
-        self, arguments: Any, ctx: Context
-    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        """:meth:`run` for a :attr:`synchronous` function, here and now: no coroutine.
-
-        Returns an awaitable only in the odd case of a plain function that hands back one (a
+        A plain function run on the loop answers here and now (a dict); any other answers
+        with an awaitable, as does the odd plain function that hands back an awaitable (a
         coroutine made by a helper, say).
         """
         started = 0.0
         try:
             kwargs = self.bind(self.admit(arguments, ctx), ctx)
+            if not self.inline:
+                return self._finished_later(self.invoke(kwargs), ctx)
             started = perf_counter()
             value = self.fn(**kwargs)
         except (Exception, NeedInput) as exc:  # NeedInput is a BaseException (rounds.py)
@@ -145,7 +131,7 @@ class Registered(abc.ABC):
         if held > ctx.runtime.loop_watch.seconds:
             ctx.runtime.loop_watch.held(self.fn, type(self).__name__, self.key, held)
         if hasattr(type(value), "__await__"):
-            return self._finish_awaited(value, ctx)
+            return self._finished_later(value, ctx)
         return self.finished(value, ctx)
 
     def _watch_loop(self, started: float, ctx: Context) -> None:
@@ -154,7 +140,7 @@ class Registered(abc.ABC):
         if held > watch.seconds:
             watch.held(self.fn, type(self).__name__, self.key, held)
 
-    async def _finish_awaited(self, awaitable: Awaitable[Any], ctx: Context) -> dict[str, Any]:
+    async def _finished_later(self, awaitable: Awaitable[Any], ctx: Context) -> Result:
         try:
             value = await awaitable
         except (Exception, NeedInput) as exc:
