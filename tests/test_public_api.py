@@ -1,12 +1,17 @@
 """The names ``import mcpserve`` offers, and ``__all__`` saying exactly which."""
 
+import runpy
 import subprocess
 import sys
+import tomllib
 import types
+from pathlib import Path
 
 import pytest
 
 import mcpserve
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def public_attributes() -> set[str]:
@@ -39,6 +44,14 @@ def test_star_import_gives_exactly_all() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(mcpserve.__version__, str)
     assert mcpserve.__version__
+
+
+def test_the_version_file_the_build_reads_stands_alone_and_is_the_packages_version() -> None:
+    # Loaded by path, as the build backend reads it: no package face, no relative import.
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    version_file = ROOT / pyproject["tool"]["hatch"]["version"]["path"]
+    namespace = runpy.run_path(str(version_file))
+    assert namespace["__version__"] == mcpserve.__version__
 
 
 # Optional machinery that `import mcpserve` must not load: each costs start-up time that a

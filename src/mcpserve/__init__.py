@@ -19,6 +19,7 @@ import typing
 
 from ._extras import MissingExtra as MissingExtra
 from ._extras import needs_extra as _needs_extra
+from ._version import __version__ as __version__
 from .protocol.constants import LATEST_VERSION as LATEST_VERSION
 from .protocol.core import Auth as Auth
 from .protocol.errors import InsufficientScope as InsufficientScope
@@ -80,10 +81,6 @@ if typing.TYPE_CHECKING:
     from .server.entries.prompts import Message as Message
     from .server.entries.prompts import Prompt as Prompt
     from .server.http_request import HTTPRequest as HTTPRequest
-
-#: The one place the package version is written (pyproject.toml reads it from here).
-__version__ = "0.1.0"
-
 
 #: Public names whose modules load on first use: a server that never needs them (most
 #: never run a client, many have no prompts, never ask the client for input or return

@@ -49,8 +49,8 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from .. import __version__
 from .._extras import needs_extra
+from .._version import __version__
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict

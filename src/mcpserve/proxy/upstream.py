@@ -36,7 +36,7 @@ import shlex
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import __version__
+from .._version import __version__
 from ..client.connections import next_id
 from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c

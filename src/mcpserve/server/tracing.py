@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._extras import missing_extra
+from .._version import __version__
 from ..protocol.core import Answer, Handler, answered
 from ..protocol.errors import MCPError
 from .context.context import Context
@@ -61,8 +62,6 @@ def tracer_for(tracing: Tracing) -> Any | None:
             return None  # installed but never configured: nothing would record the spans
     else:
         provider = tracing
-    from .. import __version__
-
     return provider.get_tracer("mcpserve", __version__)
 
 
