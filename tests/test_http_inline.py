@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from mcpserve import CallNext, Context, Elicit, InputRequired, Server, ToolError
-from mcpserve.server.handlers import is_synchronous
+from mcpserve._invoking import is_synchronous
 from wire_helpers import asgi_client, call, meta, post, request
 
 REF = re.compile(r"ref [0-9a-f]+")

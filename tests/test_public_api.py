@@ -82,6 +82,8 @@ LAZY_MODULES = (
     "mcpserve.backends.sqlite.tasks",
     "mcpserve.server.entries.uri_template",  # only for resource templates
     "mcpserve.server.context.input_requests",  # only for servers that ask the client for input
+    "mcpserve.protocol.input_answers",  # the answers to those questions, for them and clients
+    "mcpserve.protocol.tasks",  # the task states, for servers with task tools and clients
     "mcpserve.server.entries.media",  # only for tools and prompts that return images, audio, links
     "mcpserve.server.entries.prompts",  # only for servers with prompts
     "mcpserve.server.entries.completions",  # only for servers that complete arguments
@@ -157,6 +159,7 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
     [
         ("Client", "mcpserve.client.client"),
         ("Elicit", "mcpserve.server.context.input_requests"),
+        ("ElicitResult", "mcpserve.protocol.input_answers"),
         ("Image", "mcpserve.server.entries.media"),
         ("Message", "mcpserve.server.entries.prompts"),
         ("Mount", "mcpserve.compose.mount.mount"),

@@ -19,6 +19,7 @@ import typing
 
 from ._extras import MissingExtra as MissingExtra
 from ._extras import needs_extra as _needs_extra
+from ._invoking import blocking as blocking
 from ._version import __version__ as __version__
 from .protocol.constants import LATEST_VERSION as LATEST_VERSION
 from .protocol.core import Auth as Auth
@@ -37,7 +38,6 @@ from .server.entries.resources import Resource as Resource
 from .server.entries.resources import ResourceTemplate as ResourceTemplate
 from .server.entries.tools import Tool as Tool
 from .server.entries.tools import ToolResult as ToolResult
-from .server.handlers import blocking as blocking
 from .server.middleware import CallNext as CallNext
 from .server.middleware import Middleware as Middleware
 from .server.schema.errors import RegistrationError as RegistrationError
@@ -67,12 +67,12 @@ if typing.TYPE_CHECKING:
     from .extensions.tasks.records import TaskRecord as TaskRecord
     from .extensions.tasks.records import TaskStore as TaskStore
     from .extensions.tasks.records import TaskStoreUnavailable as TaskStoreUnavailable
+    from .protocol.input_answers import ElicitResult as ElicitResult
+    from .protocol.input_answers import Root as Root
+    from .protocol.input_answers import SampleResult as SampleResult
     from .server.context.input_requests import Elicit as Elicit
-    from .server.context.input_requests import ElicitResult as ElicitResult
     from .server.context.input_requests import ListRoots as ListRoots
-    from .server.context.input_requests import Root as Root
     from .server.context.input_requests import Sample as Sample
-    from .server.context.input_requests import SampleResult as SampleResult
     from .server.entries.completions import Completion as Completion
     from .server.entries.media import Audio as Audio
     from .server.entries.media import EmbeddedResource as EmbeddedResource
@@ -95,7 +95,7 @@ _LAZY = {
     "EmbeddedResource": "server.entries.media",
     "HTTPRequest": "server.http_request",
     "Elicit": "server.context.input_requests",
-    "ElicitResult": "server.context.input_requests",
+    "ElicitResult": "protocol.input_answers",
     "Image": "server.entries.media",
     "JWTBearer": "client.oauth",
     "ListRoots": "server.context.input_requests",
@@ -112,11 +112,11 @@ _LAZY = {
     "Prompt": "server.entries.prompts",
     "RedisTaskStore": "backends.redis.tasks",
     "ResourceLink": "server.entries.media",
-    "Root": "server.context.input_requests",
+    "Root": "protocol.input_answers",
     "SQLiteTaskStore": "backends.sqlite.tasks",
     "Skill": "extensions.skills.skill",
     "Sample": "server.context.input_requests",
-    "SampleResult": "server.context.input_requests",
+    "SampleResult": "protocol.input_answers",
     "TaskRecord": "extensions.tasks.records",
     "TaskStore": "extensions.tasks.records",
     "TaskStoreUnavailable": "extensions.tasks.records",

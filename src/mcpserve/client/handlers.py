@@ -2,7 +2,7 @@
 
 Every handler (``on_input``, ``on_elicit``, ``on_sample``, ``on_list_roots`` and
 ``on_notification``) may take the three shapes server handlers take, read once by the same
-code (:mod:`mcpserve.server.handlers`):
+code (:mod:`mcpserve._invoking`):
 
 * ``async def`` is awaited on the event loop;
 * plain ``def`` runs inline on the event loop: right for quick answers;
@@ -21,8 +21,9 @@ the client answers nothing and ``input_required`` results come back as they are.
 
 An answer is the result's wire dict; per-kind handlers may also return the typed results
 the server side reads them into (:class:`~mcpserve.ElicitResult`,
-:class:`~mcpserve.SampleResult`, a list of :class:`~mcpserve.Root`), turned into wire form
-here.
+:class:`~mcpserve.SampleResult`, a list of :class:`~mcpserve.Root`, from
+:mod:`mcpserve.protocol.input_answers`), turned into wire form here with the content rules
+both sides share (:mod:`mcpserve._content`).
 
 Capabilities follow the handlers, as a server's follow its registrations: each per-kind
 handler declares its kind (``elicitation.form``, ``sampling``, ``roots``) unless the client
@@ -37,15 +38,15 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from .._content import json_value, to_block
+from .._invoking import is_async, is_synchronous, make_invoker
 from ..protocol.errors import MethodNotFound
+from ..protocol.input_answers import ElicitResult, Root, SampleResult
 from ..protocol.jsonrpc import JSONDict
-from ..server.handlers import is_async, is_synchronous, make_invoker
 from .connections import NotificationHandler
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
-
-    from ..server.context.input_requests import ElicitResult, Root, SampleResult
 
 _T = TypeVar("_T")
 MaybeAwaitable: TypeAlias = _T | Awaitable[_T]
@@ -172,10 +173,6 @@ def to_wire(method: str, answer: Any) -> Any:
     """A handler's answer as the wire result: dicts as they are, typed results converted."""
     if isinstance(answer, dict):
         return answer
-    # Loaded only by a handler that returns one (it brings pydantic and the content rules).
-    from ..server.context.input_requests import ElicitResult, SampleResult
-    from ..server.entries.content import json_value, to_block
-
     if method == ELICIT and isinstance(answer, ElicitResult):
         wire: JSONDict = {"action": answer.action}
         content = answer.content if answer.content is not None else answer.data
@@ -197,8 +194,6 @@ def to_wire(method: str, answer: Any) -> Any:
 
 
 def _root(root: Any) -> JSONDict | None:
-    from ..server.context.input_requests import Root
-
     if isinstance(root, dict):
         return root
     if isinstance(root, Root):

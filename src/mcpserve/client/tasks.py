@@ -41,10 +41,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ..extensions.tasks.records import TASKS_EXTENSION, TERMINAL
 from ..protocol import constants as c
 from ..protocol.errors import MCPError, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.tasks import TASKS_EXTENSION, TERMINAL
 
 if TYPE_CHECKING:
     from .client import Client

@@ -1,93 +1,11 @@
-"""Calling user functions in the three shapes mcpserve accepts.
+"""How the server calls the functions registered on it: async, plain or blocking.
 
-* ``async def`` is awaited on the event loop.
-* Plain ``def`` runs inline: right for quick, CPU-light work, and the cheapest path.
-* ``def`` marked blocking (``blocking=True`` or :func:`blocking`) runs in the server's
-  bounded thread pool, so a slow call to a database driver or a file system does not stall
-  every other request. The request's context variables travel with it.
-
-The shape is decided once, at registration; calling is then one branch-free coroutine.
+The rules are shared with the client's handlers, so they live in :mod:`mcpserve._invoking`;
+the server's modules import them by this name.
 """
 
-from __future__ import annotations
-
-import asyncio
-import contextvars
-import functools
-import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
-F = TypeVar("F", bound=Callable[..., Any])
-Invoker = Callable[[dict[str, Any]], Awaitable[Any]]
-
-_BLOCKING_MARK = "__mcpserve_blocking__"
-
-
-def blocking(fn: F) -> F:
-    """Mark a plain function to run in the thread pool instead of on the event loop.
-
-    >>> @server.tool
-    ... @blocking
-    ... def checksum(path: str) -> str: ...
-    """
-    if is_async(fn):
-        raise TypeError(f"{_name(fn)} is async; @blocking is only for plain functions")
-    setattr(fn, _BLOCKING_MARK, True)
-    return fn
-
-
-def is_synchronous(invoke: Invoker) -> bool:
-    """True for an invoker of a plain function run inline: it never waits on anything."""
-    return getattr(invoke, "synchronous", False)
-
-
-def is_async(fn: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
-def make_invoker(
-    fn: Callable[..., Any],
-    *,
-    blocking: bool | None,
-    pool: Callable[[], ThreadPoolExecutor],
-) -> Invoker:
-    """A coroutine function that calls ``fn(**kwargs)`` in the right place."""
-    if is_async(fn):
-        if blocking:
-            raise TypeError(f"{_name(fn)} is async; blocking=True is only for plain functions")
-
-        async def call_async(kwargs: dict[str, Any]) -> Any:
-            return await fn(**kwargs)
-
-        return call_async
-
-    if blocking or (blocking is None and getattr(fn, _BLOCKING_MARK, False)):
-
-        async def call_in_thread(kwargs: dict[str, Any]) -> Any:
-            context = contextvars.copy_context()
-            job = functools.partial(context.run, fn, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(pool(), job)
-
-        return call_in_thread
-
-    async def call_inline(kwargs: dict[str, Any]) -> Any:
-        value = fn(**kwargs)
-        # A plain function may still hand back an awaitable (a partial of a coroutine).
-        # Checking the type's __await__ is the cheap test; inspect.isawaitable is not.
-        if hasattr(type(value), "__await__"):
-            return await value
-        return value
-
-    call_inline.synchronous = True  # type: ignore[attr-defined]
-    return call_inline
-
-
-def _name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__qualname__", None) or repr(fn)
+from .._invoking import Invoker as Invoker
+from .._invoking import blocking as blocking
+from .._invoking import is_async as is_async
+from .._invoking import is_synchronous as is_synchronous
+from .._invoking import make_invoker as make_invoker

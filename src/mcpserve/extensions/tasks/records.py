@@ -4,7 +4,8 @@ records are kept.
 A task is a durable handle on a long ``tools/call``: the client gets a ``CreateTaskResult``
 at once and polls ``tasks/get`` until the task is ``completed`` (with the call's result),
 ``failed`` (with its JSON-RPC error) or ``cancelled``; on the way it may be
-``input_required`` (questions the client answers with ``tasks/update``). A
+``input_required`` (questions the client answers with ``tasks/update``). These states and
+the extension's identifier are :mod:`mcpserve.protocol.tasks`, shared with the client. A
 :class:`TaskRecord` is all a client can see of a task, plain data that any store can keep.
 
 A :class:`TaskStore` keeps records until their TTL runs out. :class:`MemoryTaskStore`, the
@@ -30,13 +31,11 @@ import time
 from collections import Counter
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Protocol, cast
 
-#: The extension's identifier, in capabilities and ``_meta``.
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
-TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-STATUSES: frozenset[str] = TERMINAL | {"working", "input_required"}
+from ...protocol.tasks import STATUSES, TERMINAL, Status
+from ...protocol.tasks import TASKS_EXTENSION as TASKS_EXTENSION
+
 #: The error of a task whose lease passed before it ended.
 LEASE_EXPIRED: dict[str, Any] = {"code": -32603, "message": "The process running the task stopped"}
 

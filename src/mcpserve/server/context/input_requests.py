@@ -1,4 +1,6 @@
-"""What a handler can ask the client for in the middle of a request, and the answers.
+"""What a handler can ask the client for in the middle of a request, and how the answers
+are read (into the records of :mod:`mcpserve.protocol.input_answers`, which the client
+shares).
 
 Each kind knows its wire form (an entry of ``inputRequests``), the client capability it
 needs and how to read the client's answer. An answer that does not have the right shape
@@ -16,33 +18,19 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 import pydantic
 
+from ...protocol.input_answers import ElicitResult as ElicitResult
+from ...protocol.input_answers import Root as Root
+from ...protocol.input_answers import SampleResult as SampleResult
 from ..entries.content import to_block
 from .forms import FormSchema, form_schema
 from .rounds import MISSING
 
 _EMPTY_FORM = FormSchema({"type": "object", "properties": {}})
-
-
-@dataclass(frozen=True, slots=True)
-class ElicitResult:
-    """The user's reply: ``action`` is ``"accept"``, ``"decline"`` or ``"cancel"``.
-
-    ``data`` is the validated content when accepted: an instance of the pydantic model
-    you asked with, or the content dict for a raw JSON schema.
-    """
-
-    action: Literal["accept", "decline", "cancel"]
-    data: Any = None
-    content: dict[str, Any] | None = None
-
-    @property
-    def accepted(self) -> bool:
-        return self.action == "accept"
 
 
 @functools.lru_cache(maxsize=256)
@@ -127,22 +115,6 @@ class Elicit:
 
 
 @dataclass(frozen=True, slots=True)
-class SampleResult:
-    """The client's LLM reply."""
-
-    role: str
-    content: Any
-    model: str
-    stop_reason: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The reply's text blocks joined (empty when it holds none)."""
-        blocks = self.content if isinstance(self.content, list) else [self.content]
-        return "".join(b.get("text", "") for b in blocks if isinstance(b, dict))
-
-
-@dataclass(frozen=True, slots=True)
 class Sample:
     """Ask the client's LLM. ``messages`` may be one string (a user message)."""
 
@@ -198,12 +170,6 @@ class Sample:
             return MISSING
         stop = raw.get("stopReason")
         return SampleResult(role, content, model, stop if isinstance(stop, str) else None)
-
-
-@dataclass(frozen=True, slots=True)
-class Root:
-    uri: str
-    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
