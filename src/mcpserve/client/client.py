@@ -7,6 +7,9 @@ for tests, scripts and tools.
         tools = await client.list_tools()
         result = await client.call_tool("add", {"a": 1, "b": 2})
 
+    async with Client(handle) as client:           # a bare async handle function
+        ...
+
     async with Client.stdio(["python", "app.py"]) as client:   # a subprocess
         ...
 
@@ -56,9 +59,11 @@ from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
 from .connections import (
     Connection,
-    MemoryConnection,
+    HandleFunction,
+    InProcessServer,
     NotificationHandler,
     StdioConnection,
+    connection_to,
     next_id,
 )
 from .eras import answer_request, modern_retry, negotiate, record
@@ -69,7 +74,6 @@ from .notifications import LogHandler, ProgressHandler, Router
 if TYPE_CHECKING:
     import httpx2
 
-    from ..server.server import Server
     from .oauth.flow import OAuthFlow
     from .skills import LoadedSkill
     from .tasks import TaskHandle
@@ -87,7 +91,7 @@ class Client:
 
     def __init__(
         self,
-        server: Server | Connection | str,
+        server: InProcessServer | HandleFunction | Connection | str,
         *,
         capabilities: dict[str, Any] | None = None,
         client_info: dict[str, Any] | None = None,
@@ -120,16 +124,17 @@ class Client:
         ``@blocking`` ``def`` (:mod:`.handlers`). ``on_log(level, data, logger)`` hears the
         server's log messages.
 
-        ``server`` is a ``Server`` (in memory), a ``Connection``, or the URL of a
-        Streamable HTTP endpoint (:meth:`http` takes more options). ``timeout`` bounds
+        ``server`` is a ``Server`` (in memory, its lifespan running while the client is
+        open), an async handle function ``handle(message, *, send)`` that answers one
+        JSON-RPC message in memory (:class:`~mcpserve.client.connections.HandleFunction`),
+        a ``Connection``, or the URL of a Streamable HTTP endpoint (:meth:`http` takes more
+        options). ``timeout`` bounds
         every request, in seconds (``None``: no bound); ``request`` takes one per call.
         A request that runs out raises ``TimeoutError`` and is cancelled on the server.
 
         ``auth`` (a URL only): an :class:`~mcpserve.OAuth` or
         :class:`~mcpserve.ClientCredentials` that gets and sends the OAuth tokens the server
         asks for (``docs/auth.md``, "The client side")."""
-        from ..server.server import Server
-
         self.handlers = Handlers(
             on_input=on_input,
             on_elicit=on_elicit,
@@ -144,10 +149,7 @@ class Client:
             raise TypeError(
                 "auth= is for a server URL (or Client.http); a Connection brings its own"
             )
-        if isinstance(server, Server):
-            self.connection: Connection = MemoryConnection(server, self.router)
-        else:
-            self.connection = server
+        self.connection = connection_to(server, self.router)
         attach = getattr(server, "attach", None)  # an HTTPConnection
         if attach is not None:
             # Shaped by the client, so the connection gets them only now (unless given).

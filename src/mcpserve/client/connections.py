@@ -5,6 +5,12 @@ Both connections move the same JSON-RPC dicts. The in-memory one round-trips eve
 through the JSON encoder, so anything a handler returns that would not survive the wire
 fails in tests exactly as it would in production.
 
+In memory the client needs only a function that answers one message
+(:class:`HandleFunction`), as an HTTP client's mock transport needs only a function from
+request to response: the client never imports the server. A ``Server`` is recognised by its
+shape (:class:`InProcessServer`: a ``handle`` to call and a ``running()`` lifespan to enter
+while the connection is open); a bare handle function has no lifespan.
+
 Over stdio the handshake era needs little of its own: after ``initialize`` (:mod:`.eras`,
 when the connection was made with ``negotiate=True`` or pinned to a handshake-era version)
 the server may send requests of its own on stdout (elicitation, sampling, roots, ping);
@@ -20,19 +26,56 @@ import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, TypeGuard, cast
 
+from .._invoking import is_async
 from ..protocol.errors import ParseError
 from ..protocol.jsonrpc import JSONDict, RequestId, dumps, loads
-
-if TYPE_CHECKING:
-    from ..server.server import Server
 
 logger = logging.getLogger("mcpserve.client")
 
 NotificationHandler = Callable[[JSONDict], Awaitable[None] | None]
 #: Answers one request from the server (handshake era): the whole JSON-RPC response.
 RequestHandler = Callable[[JSONDict], Awaitable[JSONDict]]
+#: Hands one notification the server sends while it answers to the client.
+SendNotification = Callable[[JSONDict], Awaitable[None]]
+
+
+class HandleFunction(Protocol):
+    """Answers one decoded JSON-RPC message in this process: the response dict, or ``None``
+    for a notification. ``send`` takes the notifications it sends on the way (progress,
+    log messages). A ``Server``'s bound ``handle`` is one::
+
+        async def handle(message: dict, *, send) -> dict | None:
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+    """
+
+    def __call__(
+        self, message: JSONDict, *, send: SendNotification
+    ) -> Awaitable[JSONDict | None]: ...
+
+
+class InProcessServer(Protocol):
+    """What ``Client(server)`` drives in memory: a ``Server`` has this shape."""
+
+    def handle(
+        self, message: JSONDict, *, send: SendNotification | None = None
+    ) -> Awaitable[JSONDict | None]: ...
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[object]: ...
+
+
+def is_in_process_server(target: object) -> TypeGuard[InProcessServer]:
+    """Whether ``target`` has a server's shape: a ``handle`` to call and ``running()``."""
+    return callable(getattr(target, "handle", None)) and callable(getattr(target, "running", None))
+
+
+def is_handle_function(target: object) -> TypeGuard[HandleFunction]:
+    """Whether ``target`` can answer messages as a bare handle function (an async one)."""
+    return callable(target) and is_async(target)
+
+
+_CONNECTION_METHODS = ("open", "close", "request", "notify")
 
 
 class Connection(Protocol):
@@ -40,6 +83,12 @@ class Connection(Protocol):
     async def close(self) -> None: ...
     async def request(self, message: JSONDict) -> JSONDict: ...
     async def notify(self, message: JSONDict) -> None: ...
+
+
+def is_connection(target: object) -> TypeGuard[Connection]:
+    """Whether ``target`` has a connection's shape (``open``, ``close``, ``request``,
+    ``notify``): one made by hand, or by :meth:`~mcpserve.Client.http` or ``stdio``."""
+    return all(callable(getattr(target, name, None)) for name in _CONNECTION_METHODS)
 
 
 async def _deliver(handler: NotificationHandler | None, message: JSONDict) -> None:
@@ -55,32 +104,65 @@ def _received(message: JSONDict) -> Any:
 
 
 class MemoryConnection:
-    """Drives a :class:`Server` in this process, through the JSON encoder both ways."""
+    """Drives a server in this process, through the JSON encoder both ways: a ``Server`` (or
+    anything of its shape), its lifespan running while the connection is open, or a bare
+    handle function."""
 
-    def __init__(self, server: Server, on_notification: NotificationHandler | None) -> None:
-        self.server = server
+    def __init__(
+        self,
+        server: InProcessServer | HandleFunction,
+        on_notification: NotificationHandler | None,
+    ) -> None:
+        #: The server driven (``None`` for a bare handle function).
+        self.server: InProcessServer | None
+        self.handle: HandleFunction
+        if is_in_process_server(server):
+            self.server, self.handle = server, server.handle
+        else:
+            self.server, self.handle = None, cast(HandleFunction, server)
         self.on_notification = on_notification
-        self._running: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._running: contextlib.AbstractAsyncContextManager[object] | None = None
 
     async def open(self) -> None:
-        self._running = self.server.running()
-        await self._running.__aenter__()
+        if self.server is not None:
+            self._running = self.server.running()
+            await self._running.__aenter__()
 
     async def close(self) -> None:
         if self._running is not None:
             running, self._running = self._running, None
             await running.__aexit__(None, None, None)
 
-    async def request(self, message: JSONDict) -> JSONDict:
-        async def send(notification: JSONDict) -> None:
-            await _deliver(self.on_notification, _received(notification))
+    async def _send(self, notification: JSONDict) -> None:
+        await _deliver(self.on_notification, _received(notification))
 
-        response = await self.server.handle(loads(dumps(message)), send=send)
-        assert response is not None, "a request always gets a response"
+    async def request(self, message: JSONDict) -> JSONDict:
+        response = await self.handle(loads(dumps(message)), send=self._send)
+        if not isinstance(response, dict):
+            method = message.get("method")
+            raise TypeError(f"The server answered {method} with {response!r}, not a response")
         return _received(response)  # type: ignore[no-any-return]
 
     async def notify(self, message: JSONDict) -> None:
-        await self.server.handle(loads(dumps(message)))
+        await self.handle(loads(dumps(message)), send=self._send)
+
+
+def connection_to(
+    target: InProcessServer | HandleFunction | Connection,
+    on_notification: NotificationHandler | None,
+) -> Connection:
+    """The connection for what a ``Client`` was given, told apart by shape: a server to drive
+    in memory, a connection already made, or a bare handle function."""
+    if is_in_process_server(target):
+        return MemoryConnection(target, on_notification)
+    if is_connection(target):
+        return target
+    if is_handle_function(target):
+        return MemoryConnection(target, on_notification)
+    raise TypeError(
+        f"Client() cannot talk to {target!r}: give it a Server, an async handle function "
+        "handle(message, *, send), a Connection or a server's URL"
+    )
 
 
 class StdioConnection:
