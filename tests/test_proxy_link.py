@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcpserve.client.http import HTTPStatusError
+from mcpserve.client.http_answers import HTTPStatusError
 from mcpserve.proxy.link import LeanHTTPConnection
 
 #: What the fake upstream does with the n-th request on the k-th connection (both from 1).

@@ -91,7 +91,8 @@ def is_connection(target: object) -> TypeGuard[Connection]:
     return all(callable(getattr(target, name, None)) for name in _CONNECTION_METHODS)
 
 
-async def _deliver(handler: NotificationHandler | None, message: JSONDict) -> None:
+async def deliver(handler: NotificationHandler | None, message: JSONDict) -> None:
+    """Hand ``message`` to ``handler`` (if any), awaiting it when it is async."""
     if handler is not None:
         outcome = handler(message)
         if outcome is not None:
@@ -134,7 +135,7 @@ class MemoryConnection:
             await running.__aexit__(None, None, None)
 
     async def _send(self, notification: JSONDict) -> None:
-        await _deliver(self.on_notification, _received(notification))
+        await deliver(self.on_notification, _received(notification))
 
     async def request(self, message: JSONDict) -> JSONDict:
         response = await self.handle(loads(dumps(message)), send=self._send)
@@ -245,7 +246,7 @@ class StdioConnection:
                     if "id" in message:  # the server asks (handshake era): answered aside
                         self._answer_later(message)
                     else:
-                        await _deliver(self.on_notification, message)
+                        await deliver(self.on_notification, message)
                     continue
                 future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
                 if future is not None and not future.done():

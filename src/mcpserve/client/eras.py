@@ -32,15 +32,39 @@ one, as the spec has a client start: :func:`renew`.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
+from .connections import Connection
 from .handlers import Handlers
 
 if TYPE_CHECKING:
-    from .client import Client
+    from .listen import Subscription
+
+
+class EraClient(Protocol):
+    """What settling the era needs of a :class:`~mcpserve.Client`, which has it all."""
+
+    capabilities: JSONDict
+    client_info: JSONDict
+    connection: Connection
+    instructions: str | None
+    legacy: bool
+    log_level: str | None
+    pinned: bool
+    protocol_version: str
+    server_capabilities: JSONDict
+    server_info: JSONDict
+    subscriptions: set[Subscription]
+
+    async def request(self, method: str, params: JSONDict | None = None) -> JSONDict: ...
+
+    async def send_raw(self, method: str, params: JSONDict) -> JSONDict: ...
+
+    async def notify(self, method: str, params: JSONDict | None = None) -> None: ...
+
 
 _MODERN_REFUSALS = frozenset({c.HEADER_MISMATCH, c.MISSING_CLIENT_CAPABILITY})
 
@@ -58,7 +82,7 @@ def modern_retry(exc: MCPError) -> str | None:
     return next((v for v in c.MODERN_VERSIONS if v in supported), None)
 
 
-async def negotiate(client: Client) -> None:
+async def negotiate(client: EraClient) -> None:
     """Settle the era with the server, then record what it said about itself."""
     if client.protocol_version in c.LEGACY_VERSIONS:
         await handshake(client, client.protocol_version)
@@ -94,7 +118,7 @@ async def negotiate(client: Client) -> None:
     record(client, result)
 
 
-async def handshake(client: Client, version: str) -> None:
+async def handshake(client: EraClient, version: str) -> None:
     """``initialize`` at ``version`` and everything the session needs after it."""
     params = {
         "protocolVersion": version,
@@ -121,7 +145,7 @@ async def handshake(client: Client, version: str) -> None:
         await client.request("logging/setLevel", {"level": client.log_level})
 
 
-async def renew(client: Client, version: str) -> None:
+async def renew(client: EraClient, version: str) -> None:
     """A new session for one the server forgot (it answered 404): the handshake again, and
     the client's open subscriptions made again in it, as a new session starts with none."""
     await handshake(client, version)
@@ -130,7 +154,7 @@ async def renew(client: Client, version: str) -> None:
             await client.request("resources/subscribe", {"uri": uri})
 
 
-def record(client: Client, result: JSONDict) -> None:
+def record(client: EraClient, result: JSONDict) -> None:
     """Keep what a discover or ``initialize`` result says about the server."""
     info = result.get("serverInfo") or (result.get("_meta") or {}).get(c.META_SERVER_INFO)
     client.server_info = info if isinstance(info, dict) else {}

@@ -15,13 +15,13 @@ suggests. Cancelling the awaiting task closes the request's HTTP connection: on 
 that is the cancellation, and the server stops the handler.
 
 After ``initialize`` (:mod:`.eras` decides) the handshake era's
-:class:`~.http_legacy.Session` takes over the requests: the session id and the agreed
+:class:`~.http_handshake.Session` takes over the requests: the session id and the agreed
 version go on every HTTP request, the server's own requests are answered through
 ``on_request``, cut streams are resumed, and the session is deleted on close.
 
 A POST answered with neither JSON-RPC nor a stream (a 404 page, a 405, a 401) raises
-:class:`HTTPStatusError`, which is what the era negotiation reads as "not a modern server";
-a network failure raises ``ConnectionError``, as a broken pipe does on stdio.
+:class:`~.http_answers.HTTPStatusError`, which is what the era negotiation reads as "not a
+modern server"; a network failure raises ``ConnectionError``, as a broken pipe does on stdio.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from ..protocol import constants as c
-from ..protocol.jsonrpc import JSONDict, dumps, loads
-from .connections import NotificationHandler, _deliver, next_id
+from ..protocol.jsonrpc import JSONDict, dumps
+from .connections import NotificationHandler, RequestHandler, deliver, next_id
+from .http_answers import HTTPStatusError, decode, drain, is_response, is_stream
 from .mirroring import ToolHeaders, request_headers
 from .sse import events
 
@@ -44,45 +45,10 @@ if TYPE_CHECKING:
     from .http_handshake import Session
     from .oauth.flow import OAuthFlow
 
-#: Answers one request from the server (handshake era): the whole JSON-RPC response.
-RequestHandler = Callable[[JSONDict], Awaitable[JSONDict]]
-
 _ACCEPT = "application/json, text/event-stream"
 logger = logging.getLogger("mcpserve.client")
 _SESSION = "Mcp-Session-Id"
 _VERSION = "MCP-Protocol-Version"
-#: How long to wait before resuming a stream when the server named no ``retry``.
-DEFAULT_RETRY_MS = 1000
-#: Resumptions of one request's stream, and reconnections of the standalone stream in a row.
-MAX_RESUMES = 5
-#: How long to wait for the end of a stream whose answer has arrived.
-DRAIN_SECONDS = 0.25
-
-
-class HTTPStatusError(ConnectionError):
-    """An HTTP answer without a JSON-RPC message in it."""
-
-    def __init__(self, status: int, body: bytes, method: str | None) -> None:
-        self.status = status
-        self.body = body
-        shown = body[:200].decode("utf-8", "replace")
-        super().__init__(f"HTTP {status} for {method or 'a message'}: {shown!r}")
-
-
-def decode(data: bytes | str) -> Any:
-    try:
-        return loads(data, exact_integers=False)
-    except Exception:  # not JSON at all: the caller says what it expected
-        return None
-
-
-def is_response(message: Any) -> bool:
-    # An OAuth refusal's body ({"error": "invalid_token"}) is not a JSON-RPC error object.
-    return (
-        isinstance(message, dict)
-        and "method" not in message
-        and ("result" in message or isinstance(message.get("error"), dict))
-    )
 
 
 class HTTPConnection:
@@ -152,7 +118,7 @@ class HTTPConnection:
         self.session = Session(self, version)
 
     async def open_standalone(self) -> bool:
-        """Open the session's standalone ``GET`` stream (:mod:`.http_legacy`)."""
+        """Open the session's standalone ``GET`` stream (:mod:`.http_handshake`)."""
         return self.session is not None and await self.session.open_standalone()
 
     async def close(self) -> None:
@@ -283,7 +249,7 @@ class HTTPConnection:
                         await drain(stream)
                         return incoming  # type: ignore[no-any-return]
                     if "method" in incoming and "id" not in incoming:
-                        await _deliver(self.on_notification, incoming)
+                        await deliver(self.on_notification, incoming)
                     # A request on this stream breaks the 2026-07-28 rules: it gets no answer.
                 raise ConnectionError(f"the server ended the {message['method']} stream early")
             return await self.json_answer(message, response)
@@ -327,17 +293,3 @@ class HTTPConnection:
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str):
                 return self.tools.knows(name)
-
-
-async def drain(stream: AsyncIterator[Any]) -> None:
-    """Read a stream to its end when that is at hand (the answer ends it, as the server
-    should), so its connection goes back to the pool; a stream that goes on is closed."""
-    with contextlib.suppress(TimeoutError, httpx2.HTTPError):
-        async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in stream:
-                pass
-
-
-def is_stream(response: httpx2.Response) -> bool:
-    content_type = response.headers.get("content-type", "")
-    return response.status_code == 200 and content_type.startswith("text/event-stream")

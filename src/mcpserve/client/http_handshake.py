@@ -12,7 +12,7 @@ answer, and requests go through the session, which does what this era needs:
   on goes on while a person thinks.
 * A stream that ends before its response arrives is resumed with ``GET`` and
   ``Last-Event-ID``, after the ``retry`` delay the server named (or
-  :data:`~.http.DEFAULT_RETRY_MS`), at most :data:`~.http.MAX_RESUMES` times.
+  :data:`~.http_answers.DEFAULT_RETRY_MS`), at most :data:`~.http_answers.MAX_RESUMES` times.
 * The standalone ``GET`` stream is opened right after the handshake and held (reconnected
   after ``retry`` when it ends) until the session closes; a server that offers none (405)
   is fine.
@@ -30,20 +30,46 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx2
 
 from ..protocol import constants as c
 from ..protocol.jsonrpc import JSONDict, RequestId
-from .connections import _deliver
-from .http import DEFAULT_RETRY_MS, MAX_RESUMES, HTTPStatusError, decode, drain, is_stream
+from .connections import NotificationHandler, RequestHandler, deliver
+from .http_answers import (
+    DEFAULT_RETRY_MS,
+    MAX_RESUMES,
+    HTTPStatusError,
+    decode,
+    drain,
+    is_stream,
+)
 from .sse import events
 
-if TYPE_CHECKING:
-    from .http import HTTPConnection
-
 logger = logging.getLogger("mcpserve.client")
+
+
+class SessionConnection(Protocol):
+    """What a session needs of its :class:`~.http.HTTPConnection`."""
+
+    url: str
+    session_id: str | None
+    on_notification: NotificationHandler | None
+    on_request: RequestHandler | None
+    request_auth: httpx2.Auth | httpx2._client.UseClientDefault
+
+    def client(self) -> httpx2.AsyncClient: ...
+
+    def base_headers(self) -> dict[str, str]: ...
+
+    def post(self, message: JSONDict) -> contextlib.AbstractAsyncContextManager[httpx2.Response]:
+        """POST one message; the answer's body is left to the caller to read."""
+        ...
+
+    async def json_answer(self, message: JSONDict, response: httpx2.Response) -> JSONDict: ...
+
+    async def notify(self, message: JSONDict) -> None: ...
 
 
 class SessionExpired(ConnectionError):
@@ -54,7 +80,7 @@ class SessionExpired(ConnectionError):
 class Session:
     """One handshake-era session of an :class:`~.http.HTTPConnection`."""
 
-    def __init__(self, connection: HTTPConnection, version: str) -> None:
+    def __init__(self, connection: SessionConnection, version: str) -> None:
         self.connection = connection
         self.version = version
         self._pending: dict[RequestId, asyncio.Future[JSONDict]] = {}
@@ -141,7 +167,7 @@ class Session:
         elif "id" in message:
             self._spawn(self._answer(message))
         else:
-            await _deliver(self.connection.on_notification, message)
+            await deliver(self.connection.on_notification, message)
 
     async def _answer(self, request: JSONDict) -> None:
         on_request = self.connection.on_request

@@ -31,14 +31,13 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
-from .connections import next_id
-
-if TYPE_CHECKING:
-    from .client import Client
+from ..protocol.tasks import declaring_tasks
+from .connections import Connection, next_id
+from .notifications import Router
 
 #: Filter field -> (the notification it stands for, the capability that promises it).
 _LIST_CHANGES = {
@@ -74,10 +73,25 @@ def notification_filter(
     return wanted
 
 
+class ListeningClient(Protocol):
+    """What a subscription needs of a :class:`~mcpserve.Client`, which has it all."""
+
+    capabilities: JSONDict
+    connection: Connection
+    legacy: bool
+    router: Router
+    server_capabilities: JSONDict
+    subscriptions: set[Subscription]
+
+    def meta(self, *, capabilities: JSONDict | None = None) -> JSONDict: ...
+
+    async def request(self, method: str, params: JSONDict | None = None) -> JSONDict: ...
+
+
 class Subscription:
     """One open subscription; iterate it for its notifications."""
 
-    def __init__(self, client: Client, notifications: JSONDict) -> None:
+    def __init__(self, client: ListeningClient, notifications: JSONDict) -> None:
         self._client = client
         #: The filter asked for.
         self.requested = notifications
@@ -117,8 +131,6 @@ class Subscription:
         listen_id = next_id()
         capabilities = None
         if "taskIds" in self.requested:  # the server hears of tasks only with the extension
-            from .tasks import declaring_tasks
-
             capabilities = declaring_tasks(self._client.capabilities)
         meta = self._client.meta(capabilities=capabilities)
         params: JSONDict = {"notifications": self.requested, "_meta": meta}

@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from ..protocol import constants as c
 from ..protocol.jsonrpc import JSONDict, RequestId
 from .handlers import Handlers, shaped
-
-if TYPE_CHECKING:
-    from .listen import Subscription
 
 #: ``on_progress(progress, total, message)``.
 ProgressHandler: TypeAlias = Callable[[float, "float | None", "str | None"], Any]
@@ -37,6 +34,16 @@ LogHandler: TypeAlias = Callable[[str, Any, "str | None"], Any]
 _tokens = itertools.count(1)
 
 
+class Listener(Protocol):
+    """What the router needs of a subscription (:class:`~.listen.Subscription` is one)."""
+
+    def deliver(self, message: JSONDict) -> None: ...
+
+    def wants(self, message: JSONDict) -> bool:
+        """Whether a handshake-era notification, which names no subscription, is for it."""
+        ...
+
+
 class Router:
     """One client's notification routes."""
 
@@ -44,9 +51,9 @@ class Router:
         self._handlers = handlers
         self._on_log = shaped(on_log, handlers.pool) if on_log is not None else None
         self._progress: dict[str | int, Callable[..., Awaitable[Any]]] = {}
-        self.subscriptions: dict[RequestId, Subscription] = {}
+        self.subscriptions: dict[RequestId, Listener] = {}
         #: Handshake-era subscriptions, matched by what they asked for.
-        self.filtered: set[Subscription] = set()
+        self.filtered: set[Listener] = set()
 
     def track_progress(self, on_progress: ProgressHandler, token: str | int | None) -> str | int:
         """Route the progress of one request to ``on_progress``; returns its token."""

@@ -20,14 +20,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol.errors import MCPError
 
-if TYPE_CHECKING:
-    from .client import Client
-
 JSONDict = dict[str, Any]
+
+
+class SkillClient(Protocol):
+    """What reading skills needs of a :class:`~mcpserve.Client`, which has it all."""
+
+    async def request(self, method: str, params: JSONDict | None = None) -> JSONDict: ...
+
+    async def read_resource(self, uri: str) -> JSONDict: ...
 
 
 class SkillVerificationError(MCPError):
@@ -37,7 +42,7 @@ class SkillVerificationError(MCPError):
 class LoadedSkill:
     """A skill whose ``SKILL.md`` matched its entry: its text, and its other files to read."""
 
-    def __init__(self, client: Client, entry: JSONDict, text: str) -> None:
+    def __init__(self, client: SkillClient, entry: JSONDict, text: str) -> None:
         self.client = client
         #: The entry ``skills/list`` gave (``uri``, ``frontmatter``, ``resources``).
         self.entry = entry
@@ -65,7 +70,7 @@ class LoadedSkill:
         return await _verified(self.client, self.entry, uri)
 
 
-async def list_skills(client: Client) -> list[JSONDict]:
+async def list_skills(client: SkillClient) -> list[JSONDict]:
     """Every skill entry of every page of ``skills/list``."""
     entries: list[JSONDict] = []
     cursor: str | None = None
@@ -81,7 +86,7 @@ async def list_skills(client: Client) -> list[JSONDict]:
     return entries
 
 
-async def load_skill(client: Client, entry: JSONDict) -> LoadedSkill:
+async def load_skill(client: SkillClient, entry: JSONDict) -> LoadedSkill:
     """Read and verify ``entry``'s ``SKILL.md`` (raises :class:`SkillVerificationError`)."""
     from ..protocol.frontmatter import FrontmatterError, parse_frontmatter
 
@@ -103,7 +108,7 @@ async def load_skill(client: Client, entry: JSONDict) -> LoadedSkill:
     return LoadedSkill(client, entry, text)
 
 
-async def _verified(client: Client, entry: JSONDict, uri: str) -> bytes:
+async def _verified(client: SkillClient, entry: JSONDict, uri: str) -> bytes:
     """The bytes of ``uri``, checked against the size and digest ``entry`` lists for it."""
     listed = entry.get("resources")
     expected: JSONDict | None = None

@@ -39,18 +39,38 @@ which never changes: ``result()`` again asks the server nothing.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import constants as c
 from ..protocol.errors import MCPError, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.tasks import TASKS_EXTENSION, TERMINAL
+from ..protocol.tasks import TERMINAL, declaring_tasks
+from .handlers import Handlers
 
 if TYPE_CHECKING:
-    from .client import Client
     from .listen import Subscription
 
 __all__ = ["TaskCancelled", "TaskHandle"]
+
+
+class TaskClient(Protocol):
+    """What a task handle needs of a :class:`~mcpserve.Client`, which has it all."""
+
+    capabilities: JSONDict
+    handlers: Handlers
+    legacy: bool
+    max_input_rounds: int
+    server_capabilities: JSONDict
+
+    async def request(
+        self, method: str, params: JSONDict | None = None, *, capabilities: JSONDict | None = None
+    ) -> JSONDict: ...
+
+    async def list_tools(self) -> list[JSONDict]: ...
+
+    def listen(self, *, task_ids: Sequence[str] = ()) -> Subscription: ...
+
 
 #: How often ``tasks/get`` is asked, whatever the server suggests (seconds).
 MIN_POLL, MAX_POLL, DEFAULT_POLL = 0.01, 60.0, 1.0
@@ -102,7 +122,7 @@ class TaskHandle:
         return f"{type(self).__name__}({self.task_id!r})"
 
 
-async def start(client: Client, params: JSONDict, options: dict[str, Any]) -> TaskHandle:
+async def start(client: TaskClient, params: JSONDict, options: dict[str, Any]) -> TaskHandle:
     """``tools/call`` with ``params``, as a task if the server makes it one."""
     if client.legacy:
         return await _start_core_task(client, params, options)
@@ -122,14 +142,7 @@ async def start(client: Client, params: JSONDict, options: dict[str, Any]) -> Ta
     )
 
 
-def declaring_tasks(capabilities: JSONDict) -> JSONDict:
-    """``capabilities`` with the tasks extension declared too."""
-    extensions = capabilities.get("extensions")
-    extensions = extensions if isinstance(extensions, dict) else {}
-    return {**capabilities, "extensions": {**extensions, TASKS_EXTENSION: {}}}
-
-
-def _unanswered(client: Client, result: JSONDict) -> MCPError:
+def _unanswered(client: TaskClient, result: JSONDict) -> MCPError:
     """Why a call that asked for input before its task started went no further."""
     if client.handlers.answers_input:
         return MCPError(
@@ -181,7 +194,7 @@ class FinishedCall(TaskHandle):
 class ExtensionTask(TaskHandle):
     """A task of the 2026-07-28 tasks extension."""
 
-    def __init__(self, client: Client, created: JSONDict, capabilities: JSONDict) -> None:
+    def __init__(self, client: TaskClient, created: JSONDict, capabilities: JSONDict) -> None:
         task_id = created.get("taskId")
         if type(task_id) is not str or not task_id:
             raise MCPError("The server answered tools/call with a task that has no taskId")
@@ -302,7 +315,9 @@ class ExtensionTask(TaskHandle):
 # -- the handshake era's tasks (2025-11-25) ----------------------------------------------------
 
 
-async def _start_core_task(client: Client, params: JSONDict, options: dict[str, Any]) -> TaskHandle:
+async def _start_core_task(
+    client: TaskClient, params: JSONDict, options: dict[str, Any]
+) -> TaskHandle:
     if await _takes_core_task(client, params["name"]):
         params = {**params, "task": {}}
     result = await client.request("tools/call", params, **options)
@@ -312,7 +327,7 @@ async def _start_core_task(client: Client, params: JSONDict, options: dict[str, 
     return FinishedCall(result)
 
 
-async def _takes_core_task(client: Client, name: str) -> bool:
+async def _takes_core_task(client: TaskClient, name: str) -> bool:
     """Whether the server offers a task for this tool (``basic/utilities/tasks.mdx`` §
     Tool-Level Negotiation, 2025-11-25): its capability first, then the tool's entry."""
     offered: Any = client.server_capabilities
@@ -331,7 +346,7 @@ async def _takes_core_task(client: Client, name: str) -> bool:
 class CoreTask(TaskHandle):
     """A task of the 2025-11-25 handshake era."""
 
-    def __init__(self, client: Client, created: JSONDict) -> None:
+    def __init__(self, client: TaskClient, created: JSONDict) -> None:
         task_id = created.get("taskId")
         if type(task_id) is not str or not task_id:
             raise MCPError("The server answered tools/call with a task that has no taskId")

@@ -1,5 +1,5 @@
 """A task as the wire shows it (the ``io.modelcontextprotocol/tasks`` extension): the
-extension's identifier and the states a task passes through.
+extension's identifier, how a client declares it, and the states a task passes through.
 
 A task is ``working`` until it ends ``completed``, ``failed`` or ``cancelled`` (the terminal
 states, which never change); on the way it may be ``input_required``. The server's task
@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .jsonrpc import JSONDict
+
 #: The extension's identifier, in capabilities and ``_meta``.
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 STATUSES: frozenset[str] = TERMINAL | {"working", "input_required"}
+
+
+def declaring_tasks(capabilities: JSONDict) -> JSONDict:
+    """``capabilities`` with the tasks extension declared too."""
+    extensions = capabilities.get("extensions")
+    extensions = extensions if isinstance(extensions, dict) else {}
+    return {**capabilities, "extensions": {**extensions, TASKS_EXTENSION: {}}}

@@ -20,7 +20,7 @@ microseconds a request:
 * a request whose task is cancelled closes its socket: on this wire that is the
   cancellation, and the server stops the handler;
 * an answer that is neither JSON-RPC nor a stream raises
-  :class:`~mcpserve.client.http.HTTPStatusError`; a broken socket, ``ConnectionError``.
+  :class:`~mcpserve.client.http_answers.HTTPStatusError`; a broken socket, ``ConnectionError``.
 
 The proxy settles the era with the ordinary connection and moves to this link only for a
 2026-07-28 upstream reached by URL with no ``http_client`` or ``http_auth`` of its own:
@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from ..client.connections import NotificationHandler, _deliver
-from ..client.http import DRAIN_SECONDS, HTTPStatusError, is_response
+from ..client.connections import NotificationHandler, deliver
+from ..client.http_answers import DRAIN_SECONDS, HTTPStatusError, is_response
 from ..client.mirroring import ToolHeaders, request_headers
 from ..client.sse import events
 from ..protocol import constants as c
@@ -330,7 +330,7 @@ class LeanHTTPConnection:
                                 await sock.wait()
                     return incoming  # type: ignore[no-any-return]
                 if isinstance(incoming, dict) and "method" in incoming and "id" not in incoming:
-                    await _deliver(self.on_notification, incoming)
+                    await deliver(self.on_notification, incoming)
                 # A request on this stream breaks the 2026-07-28 rules: it gets no answer.
         finally:
             await stream.aclose()
