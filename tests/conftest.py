@@ -12,6 +12,31 @@ from mcpserve.client.connections import MemoryConnection
 from wire_schema import check_notification, check_response
 
 
+def _import_the_package() -> None:
+    """Every module of mcpserve, imported now, from this one thread.
+
+    pytest rewrites the asserts of every module of a distribution that offers a plugin, so
+    each of mcpserve's modules is parsed with ``ast`` when first imported. mcpserve imports
+    many of them on first use, which in a test may be in a worker thread (a blocking
+    handler, ``asyncio.to_thread``) while the event loop's thread imports another; and
+    Python 3.11's ``ast`` is not safe to use from two threads at once ("AST constructor
+    recursion depth mismatch"). Importing them all up front leaves nothing to parse later.
+    """
+    import importlib
+    import pkgutil
+
+    import mcpserve
+
+    for module in pkgutil.walk_packages(mcpserve.__path__, "mcpserve."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError:  # an optional dependency this run does not have
+            continue
+
+
+_import_the_package()
+
+
 class SchemaCheckedConnection(MemoryConnection):
     """A memory connection that validates each response and notification it carries."""
 

@@ -246,12 +246,15 @@ def test_tools_seal_their_state_unless_told() -> None:
 
 def reference_example() -> Server:
     """docs/reference.md's example of a tool that signs its own state."""
-    from markdown_blocks import ROOT, python_source
+    from markdown_blocks import ROOT, blocks
 
-    blocks = python_source(ROOT / "docs" / "reference.md").split("\nimport hashlib\n")
-    assert len(blocks) == 2, "the example starts with 'import hashlib'"
+    [example] = [
+        block.code
+        for block in blocks(ROOT / "docs" / "reference.md")
+        if block.language == "python" and block.code.startswith("import hashlib\n")
+    ]
     namespace: dict[str, Any] = {"__name__": "reference_example"}
-    exec(compile("import hashlib\n" + blocks[1], "reference.md", "exec"), namespace)
+    exec(compile(example, "reference.md", "exec"), namespace)
     server: Server = namespace["tracker"]
     return server
 

@@ -18,6 +18,8 @@ from pydantic import BaseModel
 
 from mcpserve import CallNext, Context, Elicit, InputRequired, Server, ToolError
 from mcpserve._invoking import is_synchronous
+from mcpserve.protocol.core import answered
+from mcpserve.transports import http as transports_http
 from wire_helpers import asgi_client, call, meta, post, request
 
 REF = re.compile(r"ref [0-9a-f]+")
@@ -126,23 +128,27 @@ async def test_inline_and_awaited_answers_agree_and_http_takes_the_inline_path(
     inline = dispatcher.prepare(message)
     # A disabled tool is unknown: nothing to run inline, the handler answers the error.
     assert inline.inline is (message["params"]["name"] != "hidden")
-    awaited = await asyncio.create_task(dispatcher.respond(dispatcher.prepare(message)))
+    # The same request, served as one not marked inline is: awaited in a task of its own.
+    awaited = await asyncio.create_task(answered(dispatcher.execute(dispatcher.prepare(message))))
     if inline.inline:
         answer = dispatcher.execute(inline)
-        answered = answer if isinstance(answer, dict) else await answer
-        assert comparable(answered) == comparable(dict(awaited))
-    in_a_task: list[str] = []
-    respond = dispatcher.respond
+        # Answered where it stands; only a plain function that hands back a coroutine
+        # leaves something to await.
+        assert isinstance(answer, dict) is ("coroutine" not in message["params"]["name"])
+        assert comparable(await answered(answer)) == comparable(dict(awaited))
+    streamed: list[Any] = []
+    stream = transports_http.ResponseStream
 
-    def spy(request: Any) -> Any:
-        in_a_task.append(request.method)
-        return respond(request)
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        streamed.append(args)
+        return stream(*args, **kwargs)
 
-    monkeypatch.setattr(dispatcher, "respond", spy)
+    monkeypatch.setattr(transports_http, "ResponseStream", spy)
     async with asgi_client(server.http_app()) as client:
         reply = await post(client, message)
     assert comparable(reply.message) == comparable(awaited)
-    assert in_a_task == ([] if inline.inline else ["tools/call"])
+    # HTTP answers an inline request with JSON at once: no stream, no disconnect watch.
+    assert len(streamed) == (0 if inline.inline else 1)
 
 
 def test_the_cases_cover_plain_functions_only() -> None:

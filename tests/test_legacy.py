@@ -40,6 +40,7 @@ from legacy_schema import (
     notification,
 )
 from mcpserve import Server
+from mcpserve.protocol.core import answered
 from mcpserve.protocol.errors import MCPError
 from mcpserve.protocol.jsonrpc import error_response
 from mcpserve.transports.http import HTTPApp
@@ -233,7 +234,7 @@ async def sans_io(
     except MCPError as exc:
         response = error_response(message["id"], exc)
     else:
-        response = await dispatcher.respond(prepared)
+        response = await answered(dispatcher.execute(prepared))
     legacy_schema.check_response(message["method"], response)
     return response
 

@@ -26,10 +26,9 @@ Whatever the transport and the era, a request goes through the two steps of
 returns the response: the result, or the error any exception becomes
 (:func:`~.errors.error_from_exception`). A handler answers with a dict when it could answer
 at once, or with an awaitable when it has to wait; ``execute`` hands back the response, or an
-awaitable of it, likewise. That is the one place where inline and awaited part: a transport
-executes a request marked inline where it stands, and any other inside a task of its own,
-so that cancelling the task cancels the handler. There is one path through the code for
-both.
+awaitable of it, likewise, and a transport writes the one or awaits the other in a task of
+its own (the task that cancelling the request cancels; the context learns which when the
+awaiting starts). There is one path through the code for both.
 
 Results are stamped on the way out: ``resultType`` and the reserved ``serverInfo`` ``_meta``
 key on the 2026-07-28 wire, the legacy conversion (:mod:`.legacy`) for a session. Nothing
@@ -171,6 +170,9 @@ class HandlerContext(Protocol):
     """What the dispatcher needs of the context a server makes for each request."""
 
     def mark_cancelled(self) -> None: ...
+
+    def attach(self, task: asyncio.Task[Any] | None) -> None:
+        """The task that awaits the request's answer: cancelling it cancels the request."""
 
 
 C = TypeVar("C", bound=HandlerContext)
@@ -327,8 +329,8 @@ class Dispatcher(Generic[C]):
 
     def execute(self, request: Request) -> Answer:
         """Run a prepared request's handler: its response (result or error), or, when the
-        handler has to wait, an awaitable of it. Called where the request is to run: for one
-        not marked inline, inside the task that serves it."""
+        handler has to wait, an awaitable of it, to be awaited by the task that serves the
+        request."""
         ctx = self._context(request)
         assert request.handler is not None
         try:
@@ -339,12 +341,8 @@ class Dispatcher(Generic[C]):
             return self.success(request, answer)
         return self._awaited(request, ctx, answer)
 
-    async def respond(self, request: Request) -> JSONDict:
-        """:meth:`execute`, run by the task that awaits this: how a request not marked inline
-        is served, so that cancelling that task cancels its handler."""
-        return await answered(self.execute(request))
-
     async def _awaited(self, request: Request, ctx: C, pending: Awaitable[JSONDict]) -> JSONDict:
+        ctx.attach(asyncio.current_task())
         try:
             result = await pending
         except asyncio.CancelledError:
@@ -435,7 +433,8 @@ class Dispatcher(Generic[C]):
             request = self.prepare(message, send=send, auth=auth)
         except MCPError as exc:
             return error_response(readable_id(message), exc)
-        return await answered(self.execute(request))
+        answer = self.execute(request)
+        return answer if isinstance(answer, dict) else await answer
 
 
 async def answered(answer: Answer) -> JSONDict:

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
-from ..protocol.core import ANONYMOUS, Auth, answered
+from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
 from .disconnects import DisconnectWatch
@@ -383,7 +383,8 @@ class HTTPApp:
         if request.inline:
             # Nothing in it can wait, so it sends no notifications and nothing could cancel
             # it: answer with JSON directly, without a stream or a disconnect watcher.
-            response = await answered(dispatcher.execute(request))
+            answer = dispatcher.execute(request)
+            response = answer if isinstance(answer, dict) else await answer
             await send_answer(send, response, self.challenge, request.http_status)
             return
         stream = ResponseStream(
@@ -392,8 +393,12 @@ class HTTPApp:
         if stream.sse_allowed:
             request.send = stream.notify
         try:
-            outcome = await self._disconnects.run(dispatcher.respond(request), receive, request.id)
-            if outcome is not None:
-                await stream.finish(outcome, request.http_status)
+            answer = dispatcher.execute(request)
+            if isinstance(answer, dict):
+                finished: JSONDict | None = answer
+            else:  # None: the client went away, and the handler was cancelled
+                finished = await self._disconnects.run(answer, receive, request.id)
+            if finished is not None:
+                await stream.finish(finished, request.http_status)
         finally:
             stream.close()

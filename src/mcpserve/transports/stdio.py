@@ -36,7 +36,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.core import answered, refuse_duplicate_id
+from ..protocol.core import refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.jsonrpc import (
     JSONDict,
@@ -142,15 +142,11 @@ class StdioSession:
         dispatcher = self.server.dispatcher
         ask = self.legacy.ask if session is not None and self.legacy is not None else None
         request = dispatcher.prepare(message, send=self._send_related, session=session, ask=ask)
-        if request.inline:
-            answer = dispatcher.execute(request)
-            if isinstance(answer, dict):
-                self.send(answer)
-                return
-            work = answered(answer)
-        else:
-            work = dispatcher.respond(request)
-        task = asyncio.create_task(self._serve(work, request.method, request_id))
+        answer = dispatcher.execute(request)
+        if isinstance(answer, dict):
+            self.send(answer)
+            return
+        task = asyncio.create_task(self._serve(answer, request.method, request_id))
         self.inflight[request_id] = task
         task.add_done_callback(lambda _: self.inflight.pop(request_id, None))
 

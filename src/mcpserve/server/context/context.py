@@ -84,9 +84,9 @@ class Context(Generic[StateT]):
         #: What the server's requests share (lifespan state, settings, the state sealer).
         self.runtime = runtime
         self._last_progress: float | None = None
-        # An inline request runs to completion without yielding to the event loop: nothing
-        # can cancel it while it runs, so its task need not be looked up.
-        self._task = None if request.inline else asyncio.current_task()
+        # Known once an answer that has to wait is awaited (attach): an answer given at once
+        # ran to completion without yielding to the event loop, and nothing could cancel it.
+        self._task: asyncio.Task[Any] | None = None
         self._cancel_flag: tuple[threading.Event, asyncio.Event] | None = None
         self._rounds: Rounds | None = None
         self._round_target: tuple[str, Any, bool] | None = None
@@ -197,6 +197,10 @@ class Context(Generic[StateT]):
             return True
         task = self._task
         return task is not None and (task.cancelling() > 0 or task.cancelled())
+
+    def attach(self, task: asyncio.Task[Any] | None) -> None:
+        """The task awaiting this request's answer (called by the server, not by handlers)."""
+        self._task = task
 
     def mark_cancelled(self) -> None:
         """Record that the request was cancelled (called by the server, not by handlers)."""
