@@ -266,7 +266,7 @@ def test_mounted_tools_are_plain_entries_of_the_parents_registry() -> None:
     app.mount(billing, namespace="billing")
     mounted = app.registry.tools["billing_pay"]
     assert app.registry.tool("billing_pay") is mounted
-    assert mounted.fn is billing.registry.tools["pay"].fn  # the same function, not a copy
+    assert mounted.inner is billing.registry.tools["pay"]  # the child's entry, wrapped
     assert mounted.name == "billing_pay"
     assert billing.registry.tools["pay"].name == "pay"  # the child's own entry is untouched
 

@@ -51,7 +51,7 @@ async def test_a_transformed_tool_is_a_new_entry_over_the_same_function(connect:
                               description="Search the documentation.",
                               fixed={"index": "docs"})  # fmt: skip
     server.add_tool(docs)
-    assert docs.fn is search.fn  # the function is shared, not copied
+    assert docs.inner is search  # the tool itself answers, wrapped, not a copy
     assert search.name == "search"
     assert "index" in search.wire["inputSchema"]["properties"]
     async with connect(server) as client:

@@ -36,11 +36,15 @@ import copy
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from typing_extensions import Unpack
+
 from ..server.entries.entry import InvalidArguments
-from ..server.entries.tools import _TOOL_NAME, RawSchema, Tool
+from ..server.entries.tools import _TOOL_NAME, RawSchema, error_result
 
 if TYPE_CHECKING:
+    from ..extensions.tasks.runner import Tasks
     from ..server.context.context import Context
+    from ..server.entries.kinds import TaskMode, ToolEntry
     from ..server.registry import Registry
     from .mount.mount import Mounts
 
@@ -81,7 +85,7 @@ class ToolTransform:
     def __repr__(self) -> str:
         return f"ToolTransform({dict(self.changes)!r})"
 
-    def apply(self, tool: Tool) -> Tool:
+    def apply(self, tool: ToolEntry) -> TransformedTool:
         changes = self.changes
         name = changes.get("name", tool.name)
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
@@ -89,10 +93,6 @@ class ToolTransform:
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
         schema, step = _published(tool, name, changes)
-        made = copy.copy(tool)
-        if step is not None:
-            made.__class__ = _transformed_kind(type(tool), step)
-        made.key = name
         wire = {**tool.wire, "name": name, "inputSchema": schema}
         for field in ("title", "description"):
             if field in changes:
@@ -103,11 +103,72 @@ class ToolTransform:
                     wire[field] = text
                 else:
                     wire.pop(field, None)
-        made.wire = wire
-        shown = schema.get("properties", {})
-        made.header_params = {p: h for p, h in tool.header_params.items() if p in shown}
-        made.header_types = {p: t for p, t in tool.header_types.items() if p in shown}
-        return made
+        return TransformedTool(tool, wire, step)
+
+
+class TransformedTool:
+    """A tool offered differently over another: its name and list entry are its own, its
+    calls take the :class:`ArgumentStep` (when there is one) and go on to the tool it wraps,
+    which answers them. A transformed task tool runs as a task of the same tasks."""
+
+    __slots__ = ("header_params", "header_types", "inner", "step", "tasks", "wire")
+
+    def __init__(self, inner: ToolEntry, wire: Result, step: ArgumentStep | None) -> None:
+        self.inner = inner
+        self.wire = wire
+        self.step = step
+        shown = wire["inputSchema"].get("properties", {})
+        self.header_params = {p: h for p, h in inner.header_params.items() if p in shown}
+        self.header_types = {p: t for p, t in inner.header_types.items() if p in shown}
+        #: The tasks of a task tool: a call starts a task of the transformed tool.
+        self.tasks: Tasks | None = getattr(inner, "tasks", None) if inner.task_mode else None
+
+    def __repr__(self) -> str:
+        return f"TransformedTool({self.key!r}, {self.inner!r})"
+
+    @property
+    def key(self) -> str:
+        key: str = self.wire["name"]
+        return key
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        return self.inner.scopes
+
+    @property
+    def synchronous(self) -> bool:
+        return self.inner.synchronous
+
+    @property
+    def task_mode(self) -> TaskMode | None:
+        return self.inner.task_mode
+
+    @property
+    def task_start(self) -> Any:
+        return getattr(self.inner, "task_start", None)
+
+    def transformed(self, **changes: Unpack[ToolChanges]) -> TransformedTool:
+        """A transformation of this one (both steps are taken, this one's first)."""
+        return ToolTransform(changes).apply(self)
+
+    def run(self, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
+        if self.step is not None:
+            try:
+                arguments = self.step(arguments)
+            except InvalidArguments as exc:
+                return error_result(f"Invalid arguments for tool {self.key}: {exc}")
+        if self.tasks is not None:
+            return self.tasks.call(self, arguments, ctx)
+        return self.inner.run(arguments, ctx)
+
+    async def work(self, arguments: Any, ctx: Context) -> Result:
+        """A task tool's call, its arguments taken through the step already (:class:`Taskable`)."""
+        work: Awaitable[Result] = self.inner.work(arguments, ctx)  # type: ignore[attr-defined]
+        return await work
 
 
 class ArgumentStep:
@@ -152,23 +213,6 @@ class ArgumentStep:
         return mapped
 
 
-def _transformed_kind(base: type[Tool], step: ArgumentStep) -> type[Tool]:
-    """A subclass of ``base`` whose calls take ``step`` first (one per transformed tool: a
-    transformation of a transformed tool takes both steps, outer first)."""
-
-    def run(self: Tool, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
-        try:
-            mapped = step(arguments)
-        except InvalidArguments as exc:
-            return self.refuse(exc, ctx)
-        return base.run(self, mapped, ctx)
-
-    body = {"__slots__": (), "run": run}
-    metaclass: Any = type(base)  # Registered's: ABCMeta
-    kind: type[Tool] = metaclass(f"Transformed{base.__name__}", (base,), body)
-    return kind
-
-
 def _names(value: Any, what: str) -> set[str]:
     if isinstance(value, str):
         return {value}
@@ -178,7 +222,9 @@ def _names(value: Any, what: str) -> set[str]:
     return names
 
 
-def _published(tool: Tool, name: str, changes: ToolChanges) -> tuple[Result, ArgumentStep | None]:
+def _published(
+    tool: ToolEntry, name: str, changes: ToolChanges
+) -> tuple[Result, ArgumentStep | None]:
     """The transformed ``inputSchema``, and the step its calls take (None: nothing to do)."""
     original = tool.wire["inputSchema"]
     schema: Result = copy.deepcopy(original)
@@ -246,7 +292,7 @@ def _check_value(
 
 def transform_tool(
     registry: Registry, mounts: Mounts | None, name: str, changes: ToolChanges
-) -> Tool:
+) -> ToolEntry:
     """``server.transform_tool``: replace the tool ``name`` (local or mounted) with its
     transformation, in its place in the list."""
     transform = ToolTransform(changes)

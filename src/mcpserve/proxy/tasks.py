@@ -82,7 +82,7 @@ class ForwardedTaskTool(ForwardedTool):
             await ctx.start_task(follower.status_message)
             follower.running = ctx.task
             result = await follower.outcome()
-        return self.shape(result, ctx)
+        return result
 
 
 class Follower:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..compose.mount.mount import Mount, Mounts
     from ..compose.openapi import OpenAPISelection
     from ..compose.transform import ToolChanges
-    from .entries.tools import Tool
+    from .entries.kinds import ToolEntry
     from .middleware import Middleware
     from .registry import Registry
     from .server import Server
@@ -52,7 +52,7 @@ class Composing:
         """The servers mounted in this one, in mount order."""
         return tuple(self._mounts.mounts) if self._mounts is not None else ()
 
-    def transform_tool(self, tool: str, /, **changes: Unpack[ToolChanges]) -> Tool:
+    def transform_tool(self, tool: str, /, **changes: Unpack[ToolChanges]) -> ToolEntry:
         """Replace tool ``tool`` (local or mounted) with a transformation of it: renamed,
         redescribed, arguments hidden, fixed, defaulted or narrowed (see :mod:`.transform`)."""
         from ..compose.transform import transform_tool

@@ -14,7 +14,7 @@ from ..protocol.core import answered
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
 from .context.context import Context
-from .entries.entry import InvalidArguments, Pool, Registered
+from .entries.entry import FunctionEntry, InvalidArguments, Pool
 from .schema.signature import inspect_output
 
 #: Methods of this and other protocol revisions, never available as custom methods.
@@ -35,7 +35,7 @@ RESERVED_METHODS = frozenset(
 RESERVED_PREFIXES = ("notifications/", "rpc.", "tasks/", "skills/")
 
 
-class CustomMethod(Registered):
+class CustomMethod(FunctionEntry):
     """A function answering one custom JSON-RPC method."""
 
     __slots__ = ("output",)

@@ -20,7 +20,8 @@ from ..protocol.core import Handler
 from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
 from .context.context import Context
-from .entries.resources import CachePolicy, Resource, ResourceTemplate
+from .entries.kinds import ResourceEntry, TemplateEntry
+from .entries.resources import CachePolicy
 from .settings import Settings, capabilities
 
 if TYPE_CHECKING:
@@ -169,16 +170,15 @@ def method_table(
         uri = params.get("uri")
         return registry.find_resource(uri) if type(uri) is str else None
 
-    def read_resource(ctx: Context) -> tuple[Resource | ResourceTemplate, Any]:
+    def read_resource(ctx: Context) -> tuple[ResourceEntry | TemplateEntry, Any]:
         require_resources()
         uri = _string_param(ctx.request.params, "uri")
         found = ctx.request.target
         if found is None:
             raise ResourceNotFound(uri)
-        resource, variables = found
-        return resource, variables if isinstance(resource, ResourceTemplate) else None
+        return found  # type: ignore[no-any-return]
 
-    def with_cache_fields(resource: Resource | ResourceTemplate, ctx: Context) -> Any:
+    def with_cache_fields(resource: ResourceEntry | TemplateEntry, ctx: Context) -> Any:
         def finish(result: Result) -> Result:
             if "resultType" in result:
                 return result  # input_required: no caching hints on an interim answer

@@ -21,12 +21,12 @@ from ..protocol.core import answered
 from ..protocol.errors import new_ref
 from ..protocol.jsonrpc import JSONDict
 from .context.context import Context
-from .entries.entry import InvalidArguments, Pool, Registered
+from .entries.entry import FunctionEntry, InvalidArguments, Pool
 
 logger = logging.getLogger("mcpserve")
 
 
-class NotificationHandler(Registered):
+class NotificationHandler(FunctionEntry):
     """A function run for each client notification of one method."""
 
     __slots__ = ()
@@ -52,7 +52,7 @@ class NotificationHandler(Registered):
         )
         return {}
 
-    def fail(self, exc: Exception) -> JSONDict:
+    def fail(self, exc: Exception, ctx: Context) -> JSONDict:
         logger.error("Notification handler %s failed (ref %s)", self.key, new_ref(), exc_info=exc)
         return {}
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
 
+from .entries.kinds import is_entry
 from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
 from .entries.tools import Tool
 from .registry import Registry
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..extensions.skills.extension import Skills
     from ..extensions.skills.skill import Skill, SkillOptions
     from ..extensions.tasks.runner import Tasks
+    from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
     from .entries.prompts import Prompt
 
 # Prompts and completions load with the first one registered: a tools-only server (the
@@ -113,13 +115,14 @@ class Registering:
 
     def add_tool(
         self,
-        fn: Callable[..., Any] | Tool,
+        fn: Callable[..., Any] | ToolEntry,
         *,
         replace: bool = False,
         **options: Unpack[ToolOptions],
-    ) -> Tool:
-        """Register a tool at any time, e.g. while serving."""
-        tool = fn if isinstance(fn, Tool) else self._make_tool(fn, options)
+    ) -> ToolEntry:
+        """Register a tool at any time, e.g. while serving: a function, or a tool made
+        already (``Tool(...)``, ``tool.transformed(...)``)."""
+        tool: ToolEntry = fn if is_entry(fn) else self._make_tool(fn, options)
         self.registry.add_tool(tool, replace=replace)
         return tool
 
@@ -134,7 +137,7 @@ class Registering:
 
         return TaskTool(fn, tasks=self.tasks, pool=self.thread_pool, **options)
 
-    def remove_tool(self, name: str) -> Tool:
+    def remove_tool(self, name: str) -> ToolEntry:
         return self.registry.remove_tool(name)
 
     def add_openapi(
@@ -176,7 +179,7 @@ class Registering:
         self.registry.add_resource(resource, replace=replace)
         return resource
 
-    def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
+    def remove_resource(self, uri_or_template: str) -> ResourceEntry | TemplateEntry:
         return self.registry.remove_resource(uri_or_template)
 
     @overload
@@ -294,19 +297,19 @@ class Registering:
 
     def add_prompt(
         self,
-        fn: Callable[..., Any] | Prompt,
+        fn: Callable[..., Any] | PromptEntry,
         *,
         replace: bool = False,
         **options: Unpack[Options],
-    ) -> Prompt:
+    ) -> PromptEntry:
         """Register a prompt at any time, e.g. while serving."""
         from .entries.prompts import Prompt
 
-        prompt = fn if isinstance(fn, Prompt) else Prompt(fn, pool=self.thread_pool, **options)
+        prompt: PromptEntry = fn if is_entry(fn) else Prompt(fn, pool=self.thread_pool, **options)
         self.registry.add_prompt(prompt, replace=replace)
         return prompt
 
-    def remove_prompt(self, name: str) -> Prompt:
+    def remove_prompt(self, name: str) -> PromptEntry:
         return self.registry.remove_prompt(name)
 
     def completion(

@@ -13,15 +13,16 @@ entries (:meth:`Registry.entries`) and the scopes the entries declare
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeGuard, TypeVar, cast
 
-from .entries.resources import Resource, ResourceTemplate
-from .entries.tools import Tool
-
-if TYPE_CHECKING:
-    from .entries.completions import Completer
-    from .entries.prompts import Prompt
-    from .entries.resource_lister import ResourceLister
+from .entries.kinds import (
+    CompleterEntry,
+    Entry,
+    PromptEntry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+)
 
 T = TypeVar("T")
 ListKind = Literal["tools", "resources", "prompts"]
@@ -30,13 +31,13 @@ CompletionKey = tuple[Literal["ref/prompt", "ref/resource"], str, str]
 
 class Registry:
     def __init__(self) -> None:
-        self.tools: dict[str, Tool] = {}
-        self.resources: dict[str, Resource] = {}
-        self.templates: dict[str, ResourceTemplate] = {}
-        self.prompts: dict[str, Prompt] = {}
-        self.completers: dict[CompletionKey, Completer] = {}
+        self.tools: dict[str, ToolEntry] = {}
+        self.resources: dict[str, ResourceEntry] = {}
+        self.templates: dict[str, TemplateEntry] = {}
+        self.prompts: dict[str, PromptEntry] = {}
+        self.completers: dict[CompletionKey, CompleterEntry] = {}
         #: Lists more resources on each resources/list (``@server.resource_lister``).
-        self.resource_lister: ResourceLister | None = None
+        self.resource_lister: Entry | None = None
         self.version = 0
         self._listeners: list[Callable[[ListKind], None]] = []
         self._completer_listeners: list[Callable[[], None]] = []
@@ -75,27 +76,28 @@ class Registry:
 
     # -- adding and removing ---------------------------------------------------------------
 
-    def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
+    def add_tool(self, tool: ToolEntry, *, replace: bool = False) -> None:
         _check_new(self.tools, tool.name, "tool", replace)
         self.tools[tool.name] = tool
         self._changed("tools")
 
-    def remove_tool(self, name: str) -> Tool:
+    def remove_tool(self, name: str) -> ToolEntry:
         tool = _pop(self.tools, name, "tool")
         self._changed("tools")
         return tool
 
-    def add_resource(self, resource: Resource | ResourceTemplate, *, replace: bool = False) -> None:
-        if isinstance(resource, Resource):
-            _check_new(self.resources, resource.uri, "resource", replace)
-            self.resources[resource.uri] = resource
+    def add_resource(
+        self, resource: ResourceEntry | TemplateEntry, *, replace: bool = False
+    ) -> None:
+        if is_template(resource):
+            _check_new(self.templates, resource.key, "resource template", replace)
+            self.templates[resource.key] = resource
         else:
-            key = resource.template.template
-            _check_new(self.templates, key, "resource template", replace)
-            self.templates[key] = resource
+            _check_new(self.resources, resource.key, "resource", replace)
+            self.resources[resource.key] = cast("ResourceEntry", resource)
         self._changed("resources")
 
-    def set_resource_lister(self, lister: ResourceLister | None) -> None:
+    def set_resource_lister(self, lister: Entry | None) -> None:
         self.resource_lister = lister
         self._changed("resources")
 
@@ -103,8 +105,8 @@ class Registry:
     def offers_resources(self) -> bool:
         return bool(self.resources or self.templates or self.resource_lister)
 
-    def remove_resource(self, uri_or_template: str) -> Resource | ResourceTemplate:
-        removed: Resource | ResourceTemplate
+    def remove_resource(self, uri_or_template: str) -> ResourceEntry | TemplateEntry:
+        removed: ResourceEntry | TemplateEntry
         if uri_or_template in self.resources:
             removed = self.resources.pop(uri_or_template)
         else:
@@ -112,12 +114,12 @@ class Registry:
         self._changed("resources")
         return removed
 
-    def add_prompt(self, prompt: Prompt, *, replace: bool = False) -> None:
+    def add_prompt(self, prompt: PromptEntry, *, replace: bool = False) -> None:
         _check_new(self.prompts, prompt.name, "prompt", replace)
         self.prompts[prompt.name] = prompt
         self._changed("prompts")
 
-    def remove_prompt(self, name: str) -> Prompt:
+    def remove_prompt(self, name: str) -> PromptEntry:
         prompt = _pop(self.prompts, name, "prompt")
         self._changed("prompts")
         return prompt
@@ -139,19 +141,19 @@ class Registry:
         if was_enabled != enabled:
             self._changed(kind)
 
-    def tool(self, name: str) -> Tool | None:
+    def tool(self, name: str) -> ToolEntry | None:
         tool = self.tools.get(name)
         if tool is None or (self.disabled["tools"] and name in self.disabled["tools"]):
             return None
         return tool
 
-    def prompt(self, name: str) -> Prompt | None:
+    def prompt(self, name: str) -> PromptEntry | None:
         prompt = self.prompts.get(name)
         if prompt is None or name in self.disabled["prompts"]:
             return None
         return prompt
 
-    def add_completer(self, key: CompletionKey, completer: Completer) -> None:
+    def add_completer(self, key: CompletionKey, completer: CompleterEntry) -> None:
         self.completers[key] = completer
         self.completers_changed()
 
@@ -175,12 +177,15 @@ class Registry:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def find_resource(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
-        """The resource serving ``uri``: an exact URI first, then templates in order."""
+    def find_resource(
+        self, uri: str
+    ) -> tuple[ResourceEntry | TemplateEntry, dict[str, Any] | None] | None:
+        """The resource serving ``uri`` and, for a template, the values of its variables: an
+        exact URI first, then templates in order."""
         off = self.disabled["resources"]
         resource = self.resources.get(uri)
         if resource is not None and uri not in off:
-            return resource, {}
+            return resource, None
         for key, template in self.templates.items():
             if key in off:
                 continue
@@ -253,6 +258,11 @@ class Registry:
             else []
         )
         return self.version, built, scoped
+
+
+def is_template(resource: ResourceEntry | TemplateEntry) -> TypeGuard[TemplateEntry]:
+    """Whether a resource entry is a template (its list entry says so)."""
+    return "uriTemplate" in resource.wire
 
 
 def _check_new(items: dict[str, Any], key: str, what: str, replace: bool) -> None:

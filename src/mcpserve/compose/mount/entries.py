@@ -1,49 +1,44 @@
 """A mounted server's entries, as its parent registers them.
 
-``parent.mount(child, namespace="billing")`` (:mod:`.mounting`) puts a copy of each of the
-child's tools, prompts, resources, templates, completers and its resource lister in the
-parent's registry, so the parent finds them as it finds its own: one dict access, nothing in
-between. A copy shares everything with the child's entry (its function, validators,
-schemas, scopes, annotations, ``_meta``, output schema) except:
+``parent.mount(child, namespace="billing")`` (:mod:`.mount`) puts an entry in the parent's
+registry for each of the child's tools, prompts, resources, templates, completers and its
+resource lister, so the parent finds them as it finds its own: one dict access. Each is a
+:class:`Mounted`, which wraps the child's entry and answers through it: the function,
+validators, schemas, scopes, annotations, ``_meta`` and output schema are the child's, and
+so is everything the call decides. What the wrapper changes:
 
 * its key and list entry, under the :class:`Namespace`;
 * a task tool's tasks, which are the parent's: the parent answers ``tasks/*``;
-* when its function takes a ``Context``: while the function runs, ``ctx.runtime`` is a
-  :class:`ChildRuntime`, so ``ctx.lifespan_state`` is the child's; the rest (requestState
-  keys, client logging, timeouts) stays that of the server answering the request;
+* while the child's entry runs, ``ctx.runtime`` is a :class:`ChildRuntime`, so
+  ``ctx.lifespan_state`` is the child's (the rest, requestState keys, client logging,
+  timeouts, stays that of the server answering the request), and a resource read names
+  the URI as the child serves it;
+* when the child has middleware, the call runs inside it;
 * under a namespace, the URIs its results name that the child serves read as the parent
   serves them: resource links and embedded resources in tool results and prompt messages,
-  and the contents of a read;
-* when the child has middleware, the copy runs inside it.
-
-The last two need methods of their own, so such copies are instances of a subclass of the
-entry's class, made once per mount and class (:meth:`Copier.kind_of`).
+  and the contents of a read.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ...protocol.core import answered
 from ...server.context.context import Context
-from ...server.entries.entry import Registered
-from ...server.entries.resources import ResourceTemplate
-from ...server.entries.tools import Tool
+from ...server.entries.uri_template import URITemplate
 from ...server.middleware import Middleware, compose, for_method
 from ...server.runtime import Runtime
 
 if TYPE_CHECKING:
     from ...extensions.tasks.runner import Tasks
     from ...protocol.request_state import StateSealer
-    from ...server.handlers import Invoker
+    from ...server.entries.kinds import Entry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
     from ...server.registry import Registry
-
-R = TypeVar("R", bound=Registered)
 Result = dict[str, Any]
+#: How an entry answers one call: its ``run``, a task tool's ``work``.
+EntryCall = Callable[[Any, "Context"], "Result | Awaitable[Result]"]
 
 #: A namespace is a tool-name prefix and a URI scheme prefix at once, so it takes the
 #: characters both allow (docs/decisions.md, "Names and URIs of a mounted server").
@@ -156,41 +151,8 @@ class ChildState:
         return view
 
 
-def _in_child_state(invoke: Invoker, param: str, state: ChildState) -> Invoker:
-    async def call(kwargs: dict[str, Any]) -> Any:
-        ctx = kwargs.get(param)
-        if not isinstance(ctx, Context):
-            return await invoke(kwargs)
-        answering = ctx.runtime
-        ctx.runtime = state.view(answering)
-        try:
-            return await invoke(kwargs)
-        finally:
-            ctx.runtime = answering
-
-    return call
-
-
-def _in_child_state_inline(
-    fn: Callable[..., Any], param: str, state: ChildState
-) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def call(**kwargs: Any) -> Any:
-        ctx = kwargs.get(param)
-        if not isinstance(ctx, Context):
-            return fn(**kwargs)
-        answering = ctx.runtime
-        ctx.runtime = state.view(answering)
-        try:
-            return fn(**kwargs)
-        finally:
-            ctx.runtime = answering
-
-    return call
-
-
 class Copier:
-    """Makes the parent's copies of one mounted child's entries."""
+    """Makes the parent's entries for one mounted child's entries."""
 
     def __init__(
         self,
@@ -202,39 +164,32 @@ class Copier:
     ) -> None:
         self.namespace = namespace
         self.child = child
-        #: The child's middleware list itself: what it holds when a copy runs is what runs.
+        #: The child's middleware list itself: what it holds when an entry runs is what runs.
         self.middleware = middleware
+        self.state = ChildState(child_runtime)
         self._tasks = tasks
-        self._state = ChildState(child_runtime)
-        self._kinds: dict[tuple[type, bool, Any], type] = {}
 
     # -- one entry of each kind --------------------------------------------------------------
 
-    def tool(self, tool: Tool, key: str) -> Tool:
+    def tool(self, tool: ToolEntry, key: str) -> Mounted:
         wire = {**tool.wire, "name": key}
         if "_meta" in wire:
             wire["_meta"] = self._app_links(wire["_meta"])
-        made = self._copy(tool, key, wire, self._links(self._tool_result))
-        if getattr(tool, "task_mode", None) is not None:
-            made.tasks = self._tasks()  # type: ignore[attr-defined]
-        return made
+        tasks = self._tasks() if tool.task_mode is not None else None
+        return self._copy(tool, key, wire, self._links(self._tool_result), tasks=tasks)
 
-    def prompt(self, prompt: R, key: str) -> R:
+    def prompt(self, prompt: PromptEntry, key: str) -> Mounted:
         return self._copy(
             prompt, key, {**prompt.wire, "name": key}, self._links(self._prompt_result)
         )
 
-    def resource(self, resource: R, key: str) -> R:
-        if isinstance(resource, ResourceTemplate):
-            from ...server.entries.uri_template import URITemplate
-
+    def resource(self, resource: ResourceEntry | TemplateEntry, key: str) -> Mounted:
+        if "uriTemplate" in resource.wire:
             wire = {**resource.wire, "uriTemplate": key}
-            made = self._copy(resource, key, wire, self._read_result)
-            made.template = URITemplate(key)
-            return made
+            return self._copy(resource, key, wire, self._read_result, template=URITemplate(key))
         return self._copy(resource, key, {**resource.wire, "uri": key}, self._read_result)
 
-    def other(self, entry: R, key: str) -> R:
+    def other(self, entry: Entry, key: str) -> Mounted:
         """A completer or a resource lister: nothing listed, nothing to rename but its key."""
         return self._copy(entry, key, entry.wire, None)
 
@@ -246,41 +201,23 @@ class Copier:
 
     def _copy(
         self,
-        entry: R,
+        entry: Any,
         key: str,
         wire: dict[str, Any],
         rewrite: Callable[[Result], Result] | None,
-    ) -> R:
-        made = copy.copy(entry)
-        kind = self.kind_of(type(entry), rewrite if self.namespace.prefix is not None else None)
-        if kind is not type(entry):
-            made.__class__ = kind  # same layout: the subclass adds methods, no slots
-        made.key = key
-        made.wire = wire
-        param = entry.arguments.context_param
-        if param is not None:
-            made.invoke = _in_child_state(entry.invoke, param, self._state)
-            made.fn = _in_child_state_inline(entry.fn, param, self._state)
-        if self.middleware:
-            made.synchronous = False  # middleware may await: never answered inline
-        return made
-
-    # -- the subclasses copies need -----------------------------------------------------------
-
-    def kind_of(self, base: type[R], rewrite: Callable[[Result], Result] | None) -> type[R]:
-        """``base``, or the subclass of it that rewrites URIs and runs the middleware."""
-        wrapped = bool(self.middleware)
-        kind = self._kinds.get((base, wrapped, rewrite))
-        if kind is None:
-            body: dict[str, Any] = {"__slots__": ()}
-            if rewrite is not None:
-                body["shape"] = _shaping(base, rewrite)
-            if wrapped:
-                body["run"] = _running(base, self.middleware)
-            metaclass: Any = type(base)  # Registered's: ABCMeta
-            kind = base if len(body) == 1 else metaclass(f"Mounted{base.__name__}", (base,), body)
-            self._kinds[(base, wrapped, rewrite)] = kind
-        return kind
+        *,
+        template: URITemplate | None = None,
+        tasks: Tasks | None = None,
+    ) -> Mounted:
+        return Mounted(
+            entry,
+            key,
+            wire,
+            self,
+            rewrite if self.namespace.prefix is not None else None,
+            template=template,
+            tasks=tasks,
+        )
 
     def _app_links(self, meta: Any) -> Any:
         """A tool's ``_meta`` with the view it links to (MCP Apps) as the parent serves it."""
@@ -359,19 +296,139 @@ class Copier:
         return entry if uri is entry.get("uri") else {**entry, "uri": uri}
 
 
-def _shaping(base: Any, rewrite: Callable[[Result], Result]) -> Callable[..., Result]:
-    def shape(self: Any, value: Any, ctx: Context | None = None) -> Result:
-        return rewrite(base.shape(self, value, ctx))
+class Mounted:
+    """One of a mounted child's entries, as the parent serves it: the child's entry under a
+    key and list entry of the parent's, answering through it (see the module's text).
 
-    return shape
+    It has what every kind of entry has, and what the kind it wraps has of its own (a
+    tool's header parameters and task mode, a prompt's choices, a resource's caching).
+    """
 
+    __slots__ = ("_copier", "_rewrite", "inner", "key", "synchronous", "tasks", "template", "wire")
 
-def _running(base: Any, middleware: list[Middleware]) -> Callable[..., Any]:
-    async def run(self: Any, arguments: Any, ctx: Context) -> Result:
-        async def inner(ctx: Context) -> Result:
-            result: Result = await answered(base.run(self, arguments, ctx))
-            return result
+    def __init__(
+        self,
+        inner: Any,
+        key: str,
+        wire: dict[str, Any],
+        copier: Copier,
+        rewrite: Callable[[Result], Result] | None,
+        *,
+        template: URITemplate | None = None,
+        tasks: Tasks | None = None,
+    ) -> None:
+        self.inner = inner
+        self.key = key
+        self.wire = wire
+        #: The parent's tasks, for a task tool: the parent answers its tasks/* methods.
+        self.tasks = tasks
+        self.template = template
+        # Middleware may await, and a task outlives the request: never answered inline.
+        self.synchronous: bool = inner.synchronous and not copier.middleware and tasks is None
+        self._copier = copier
+        self._rewrite = rewrite
 
-        return await answered(compose(for_method(middleware, ctx.method), inner)(ctx))
+    def __repr__(self) -> str:
+        return f"Mounted({self.key!r}, {self.inner!r})"
 
-    return run
+    # -- what the wrapped entry has -----------------------------------------------------------
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        scopes: frozenset[str] = self.inner.scopes
+        return scopes
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    @property
+    def uri(self) -> str:
+        return self.key
+
+    @property
+    def header_params(self) -> Any:
+        return self.inner.header_params
+
+    @property
+    def header_types(self) -> Any:
+        return self.inner.header_types
+
+    @property
+    def task_mode(self) -> Any:
+        return getattr(self.inner, "task_mode", None)
+
+    @property
+    def task_start(self) -> Any:
+        return self.inner.task_start
+
+    @property
+    def choices(self) -> Any:
+        return self.inner.choices
+
+    @property
+    def cache(self) -> Any:
+        return self.inner.cache
+
+    @property
+    def mime_type(self) -> Any:
+        return getattr(self.inner, "mime_type", None)
+
+    def match(self, uri: str) -> dict[str, Any] | None:
+        assert self.template is not None
+        return self.template.match(uri)
+
+    # -- one call -----------------------------------------------------------------------------
+
+    def run(self, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
+        if self.tasks is not None:
+            return self.tasks.call(self, arguments, ctx)
+        return self._through(self.inner.run, arguments, ctx)
+
+    async def work(self, arguments: Any, ctx: Context) -> Result:
+        """A task tool's call, in a task of the parent's or not (:class:`Taskable`)."""
+        return await answered(self._through(self.inner.work, arguments, ctx))
+
+    async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> Result:
+        def complete(_: Any, ctx: Context) -> Awaitable[Result]:
+            completion: Awaitable[Result] = self.inner.complete(value, arguments, ctx)
+            return completion
+
+        return await answered(self._through(complete, None, ctx))
+
+    def _through(
+        self,
+        call: Callable[[Any, Context], Result | Awaitable[Result]],
+        arguments: Any,
+        ctx: Context,
+    ) -> Result | Awaitable[Result]:
+        """``call(arguments, ctx)`` as the child answers it: with its runtime on the context
+        and its URI for a resource read, inside its middleware; then with the URIs of the
+        result as the parent serves them."""
+        request = ctx.request
+        answering, params = ctx.runtime, request.params
+        ctx.runtime = self._copier.state.view(answering)
+        if self.key != self.inner.key and "uri" in params:
+            request.params = {**params, "uri": self._copier.namespace.child_uri(params["uri"])}
+        try:
+            chain = for_method(self._copier.middleware, ctx.method)
+            if chain:
+                answer = compose(chain, lambda ctx: call(arguments, ctx))(ctx)
+            else:
+                answer = call(arguments, ctx)
+        except BaseException:
+            ctx.runtime, request.params = answering, params
+            raise
+        if isinstance(answer, dict):
+            ctx.runtime, request.params = answering, params
+            return answer if self._rewrite is None else self._rewrite(answer)
+        return self._finished(answer, ctx, answering, params)
+
+    async def _finished(
+        self, pending: Awaitable[Result], ctx: Context, answering: Runtime, params: Result
+    ) -> Result:
+        try:
+            result = await pending
+        finally:
+            ctx.runtime, ctx.request.params = answering, params
+        return result if self._rewrite is None else self._rewrite(result)

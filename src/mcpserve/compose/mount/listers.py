@@ -15,6 +15,7 @@ from ...server.context.context import Context
 from ...server.entries.resource_lister import ResourceLister
 
 if TYPE_CHECKING:
+    from ...server.entries.kinds import Entry
     from ...server.registry import ListKind
     from ...server.server import Server
     from .mount import Mount
@@ -28,8 +29,8 @@ class Listers:
         self.registry = parent.registry
         self.mounts = mounts
         self._pool = parent.thread_pool
-        self._lister: ResourceLister | None = None
-        self._own: ResourceLister | None = None
+        self._lister: Entry | None = None
+        self._own: Entry | None = None
         self._following = False
 
     def changed(self) -> bool:

@@ -37,7 +37,7 @@ from .listers import Listers
 
 if TYPE_CHECKING:
     from ...extensions.skills.skill import Skill
-    from ...server.entries.resource_lister import ResourceLister
+    from ...server.entries.kinds import Entry
     from ...server.entries.tools import Tool
     from ...server.middleware import Middleware
     from ...server.registry import ListKind
@@ -78,8 +78,8 @@ class Mount:
         #: Transformations of the child's tools, by the child's name, applied in order.
         self._transforms: dict[str, list[ToolTransform]] = {}
         #: The parent's copy of the child's resource lister, when it has one.
-        self.lister: ResourceLister | None = None
-        self._lister_source: ResourceLister | None = None
+        self.lister: Entry | None = None
+        self._lister_source: Entry | None = None
         #: The child's skills the parent serves, by the child's URI: (the child's, the copy).
         self._skills: dict[str, tuple[Skill, Skill]] = {}
         #: Whether the child served resources when its tools were last copied.

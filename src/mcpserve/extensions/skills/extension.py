@@ -32,6 +32,7 @@ from .skill import MARKDOWN, SKILL_FILE, InvalidSkill, Skill, as_text, media_typ
 
 if TYPE_CHECKING:
     from ...server.entries.entry import Pool
+    from ...server.entries.kinds import ResourceEntry
     from ...server.registry import Registry
     from ...server.settings import Settings
 
@@ -290,7 +291,7 @@ class _Directory:
         self.scopes: frozenset[str] = frozenset()
 
 
-def _build_tree(files: Iterable[Resource]) -> dict[str, _Directory]:
+def _build_tree(files: Iterable[ResourceEntry]) -> dict[str, _Directory]:
     children: dict[str, dict[str, tuple[list[frozenset[str]], Result]]] = {}
     for resource in files:
         segments = resource.uri.removeprefix("skill://").split("/")

@@ -25,7 +25,7 @@ from typing import Any
 from ...protocol.core import answered
 from ...protocol.errors import InvalidParams
 from ..context.context import Context
-from .entry import InvalidArguments, Pool, Registered
+from .entry import FunctionEntry, InvalidArguments, Pool
 
 MAX_VALUES = 100
 
@@ -39,7 +39,7 @@ class Completion:
     has_more: bool | None = None
 
 
-class Completer(Registered):
+class Completer(FunctionEntry):
     """A registered completion function."""
 
     __slots__ = ("arguments_param", "value_param")

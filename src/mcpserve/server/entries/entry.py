@@ -1,28 +1,28 @@
 """Registrations: a user function prepared once, and the one way a request calls it.
 
 Tools, prompts, resources, resource templates, completers and custom methods are each a
-:class:`Registered`: a function whose parameters were read at registration (types, defaults,
+:class:`FunctionEntry`: a function whose parameters were read at registration (types, defaults,
 docstring descriptions and the ``Context`` parameter, :mod:`.schema`), whose shape
 (``async def``, plain or blocking, :mod:`.handlers`) decides how it is called, and whose list
 entry (``wire``) is built once.
 
 A call takes the same steps for every kind:
 
-1. :meth:`~Registered.admit` checks what the kind checks before the arguments (a tool's
+1. :meth:`~FunctionEntry.admit` checks what the kind checks before the arguments (a tool's
    required client capabilities; for kinds that may ask the client, the ``requestState`` of
    a retry, verified before anything runs) and says which arguments to bind;
 2. the arguments are validated into keyword arguments and the context is added; arguments
    that do not fit raise :class:`InvalidArguments`, whose text names each problem;
-3. the function runs (:meth:`~Registered.run`): here and now for a plain function, which
+3. the function runs (:meth:`~FunctionEntry.run`): here and now for a plain function, which
    answers with the result itself, awaited for any other, which answers with an awaitable;
 4. a question to the client (``await ctx.elicit(...)`` raising :class:`.rounds.NeedInput`)
    or an :class:`.rounds.InputRequired` return value ends the attempt with
    ``input_required``;
-5. invalid arguments go to :meth:`~Registered.refuse` and every other exception to
-   :meth:`~Registered.fail`: each kind decides what the client sees (a tool answers
+5. invalid arguments go to :meth:`~FunctionEntry.refuse` and every other exception to
+   :meth:`~FunctionEntry.fail`: each kind decides what the client sees (a tool answers
    ``isError: true``, a prompt -32602, a template "resource not found"), unless the caller
    asked for unexpected exceptions raised (:func:`~mcpserve.protocol.errors.reraise_unexpected`);
-6. :meth:`~Registered.shape` turns the return value into the kind's result.
+6. :meth:`~FunctionEntry.shape` turns the return value into the kind's result.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class InvalidArguments(Exception):
         return cls(problems, list(errors))
 
 
-class Registered(abc.ABC):
+class FunctionEntry(abc.ABC):
     """A registered function. Each kind (tool, prompt, ...) subclasses it and overrides the
     hooks it needs."""
 
@@ -165,7 +165,7 @@ class Registered(abc.ABC):
         if isinstance(exc, MCPError):
             raise exc
         reraise_unexpected(exc)  # a test that asked sees it here, before any kind masks it
-        return self.fail(exc)
+        return self.fail(exc, ctx)
 
     def finished(self, value: Any, ctx: Context) -> dict[str, Any]:
         if isinstance(value, InputRequired):
@@ -182,13 +182,20 @@ class Registered(abc.ABC):
         """The answer to arguments that do not fit (default: the exception propagates)."""
         raise invalid
 
-    def fail(self, exc: Exception) -> dict[str, Any]:
+    def fail(self, exc: Exception, ctx: Context) -> dict[str, Any]:
         """The answer to any other exception (default: it propagates, masked as -32603)."""
         raise exc
 
     @abc.abstractmethod
     def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
         """The result for the function's return value."""
+
+
+def called_name(ctx: Context, key: str) -> str:
+    """The name a tool or prompt was called by: that of the entry the registry holds, which
+    is a wrapper's (a mounted server's entry, a transformed tool) when it wraps this one."""
+    name = ctx.request.params.get("name")
+    return name if type(name) is str else key
 
 
 def _scope_set(scopes: Iterable[str]) -> frozenset[str]:

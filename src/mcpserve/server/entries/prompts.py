@@ -24,7 +24,7 @@ from ...protocol.errors import InvalidParams
 from ..context.context import Context
 from ..schema.signature import ArgumentSpec, parse_docstring
 from .content import to_block
-from .entry import InvalidArguments, Pool, Registered, list_entry
+from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ def to_messages(value: Any) -> dict[str, Any]:
     return {"messages": messages}
 
 
-class Prompt(Registered):
+class Prompt(FunctionEntry):
     """A registered prompt. Build one with ``@server.prompt``."""
 
     __slots__ = ("choices",)
@@ -119,11 +119,11 @@ class Prompt(Registered):
     def admit(self, arguments: Any, ctx: Context) -> Any:
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidParams("Invalid params: prompt arguments must be an object")
-        ctx.begin_rounds(self.key, arguments or {})
+        ctx.begin_rounds(called_name(ctx, self.key), arguments or {})
         return arguments
 
     def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
-        raise InvalidParams(f"Invalid arguments for prompt {self.key}: {invalid}")
+        raise InvalidParams(f"Invalid arguments for prompt {called_name(ctx, self.key)}: {invalid}")
 
     def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
         return to_messages(value)

@@ -17,14 +17,14 @@ from typing import Any
 
 from ...protocol.errors import InternalError
 from ..context.context import Context
-from .entry import Pool, Registered
+from .entry import FunctionEntry, Pool
 
 _FIELDS = frozenset(
     {"uri", "name", "title", "description", "mimeType", "size", "annotations", "icons", "_meta"}
 )
 
 
-class ResourceLister(Registered):
+class ResourceLister(FunctionEntry):
     """A function that lists resources on each ``resources/list``."""
 
     __slots__ = ()

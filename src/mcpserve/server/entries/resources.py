@@ -21,7 +21,7 @@ from ...protocol.errors import ResourceNotFound
 from ...protocol.records import Record
 from ..context.context import Context
 from .content import json_text
-from .entry import InvalidArguments, Pool, Registered, list_entry
+from .entry import FunctionEntry, InvalidArguments, Pool, list_entry
 
 if TYPE_CHECKING:
     from .uri_template import URITemplate
@@ -98,7 +98,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, A
     return [entry]
 
 
-class Readable(Registered):
+class Readable(FunctionEntry):
     """What resources and templates share: a function that returns what a URI contains."""
 
     __slots__ = ("cache", "mime_type")

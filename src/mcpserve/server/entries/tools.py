@@ -32,12 +32,13 @@ from ..context.context import Context
 from ..context.rounds import REQUEST_STATE_KEEPERS, RequestStateKeeper
 from ..schema.signature import inspect_output, unchecked_output
 from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
-from .entry import InvalidArguments, Pool, Registered, list_entry
+from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
+from .kinds import TaskMode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from ...compose.transform import ToolChanges
+    from ...compose.transform import ToolChanges, TransformedTool
 
 logger = logging.getLogger("mcpserve")
 
@@ -79,8 +80,11 @@ def error_result(message: str) -> dict[str, Any]:
     return {"content": [text(message)], "isError": True}
 
 
-class Tool(Registered):
+class Tool(FunctionEntry):
     """A registered tool. Build one with ``@server.tool`` or ``server.add_tool``."""
+
+    #: Set by a tool that may run as a task (the tasks extension's ``TaskTool``).
+    task_mode: TaskMode | None = None
 
     __slots__ = (
         "header_params",
@@ -160,7 +164,7 @@ class Tool(Registered):
     def name(self) -> str:
         return self.key
 
-    def transformed(self, **changes: Unpack[ToolChanges]) -> Tool:
+    def transformed(self, **changes: Unpack[ToolChanges]) -> TransformedTool:
         """A new tool over the same function: renamed, redescribed, arguments hidden, fixed,
         given new defaults or narrowed (see :mod:`.transform`). Register it with
         ``server.add_tool(...)``; this one is left as it is."""
@@ -168,7 +172,7 @@ class Tool(Registered):
 
         return ToolTransform(changes).apply(self)
 
-    # -- one call (the steps are Registered's) ---------------------------------------------
+    # -- one call (the steps are FunctionEntry's) ---------------------------------------------
 
     def admit(self, arguments: Any, ctx: Context) -> Any:
         if self.requires:
@@ -176,7 +180,8 @@ class Tool(Registered):
             if missing:
                 raise MissingClientCapability(missing)
         # A bad sealed requestState fails first; a handler's own is the handler's to judge.
-        ctx.begin_rounds(self.key, arguments or {}, sealed=self.request_state == "sealed")
+        name = called_name(ctx, self.key)
+        ctx.begin_rounds(name, arguments or {}, sealed=self.request_state == "sealed")
         if self.raw_schema is not None:
             problems = self.raw_schema.problems(arguments or {})
             if problems:
@@ -188,20 +193,21 @@ class Tool(Registered):
         return arguments
 
     def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
-        return error_result(f"Invalid arguments for tool {self.key}: {invalid}")
+        return error_result(f"Invalid arguments for tool {called_name(ctx, self.key)}: {invalid}")
 
-    def fail(self, exc: Exception) -> dict[str, Any]:
+    def fail(self, exc: Exception, ctx: Context) -> dict[str, Any]:
         if isinstance(exc, ToolError):
             return error_result(str(exc))
         ref = new_ref()
-        logger.error("Tool %r failed (ref %s)", self.key, ref, exc_info=exc)
-        return error_result(f"Tool {self.key} failed unexpectedly (ref {ref})")
+        name = called_name(ctx, self.key)
+        logger.error("Tool %r failed (ref %s)", name, ref, exc_info=exc)
+        return error_result(f"Tool {name} failed unexpectedly (ref {ref})")
 
     def shape(self, value: Any, ctx: Context | None = None) -> dict[str, Any]:
         """Turn a return value into a ``CallToolResult`` body."""
         if type(value) is str and self.output_check is None and not self.output.structured:
             return {"content": [{"type": "text", "text": value}]}  # the commonest answer
-        result = self._shaped(value)
+        result = self._shaped(value, self.key if ctx is None else called_name(ctx, self.key))
         if (
             ctx is not None
             and ctx.request.session is not None
@@ -213,13 +219,13 @@ class Tool(Registered):
             result["structuredContent"] = {"result": result["structuredContent"]}
         return result
 
-    def _shaped(self, value: Any) -> dict[str, Any]:
+    def _shaped(self, value: Any, name: str) -> dict[str, Any]:
         if isinstance(value, ToolResult):
             result = value.to_wire()
         elif _is_call_tool_result(value):
             result = dict(value)  # already CallToolResult-shaped: passes through untouched
         elif self.output_check is not None:
-            structured = self._checked(json_value(value))
+            structured = self._checked(json_value(value), name)
             return {"content": [text(json_text(structured))], "structuredContent": structured}
         elif not self.output.structured:
             return {"content": to_blocks(value)}
@@ -227,35 +233,37 @@ class Tool(Registered):
             try:
                 structured = self.output.serialize(value)
             except pydantic.ValidationError as exc:
-                raise self._invalid_result(str(exc)) from None
+                raise self._invalid_result(str(exc), name) from None
             return {"content": [text(json_text(structured))], "structuredContent": structured}
         # A result spelled out by the tool: its structuredContent must still fit the schema.
         if not result.get("isError") and "outputSchema" in self.wire:
             if "structuredContent" not in result:
-                raise self._invalid_result("no structuredContent, yet the tool has an outputSchema")
-            result["structuredContent"] = self._checked(result["structuredContent"])
+                raise self._invalid_result(
+                    "no structuredContent, yet the tool has an outputSchema", name
+                )
+            result["structuredContent"] = self._checked(result["structuredContent"], name)
         return result
 
-    def _checked(self, structured: Any) -> Any:
+    def _checked(self, structured: Any, name: str) -> Any:
         if self.output_check is not None:
             problems = self.output_check.problems(structured)
             if problems:
-                raise self._invalid_result("; ".join(problems))
+                raise self._invalid_result("; ".join(problems), name)
             return structured
         try:
             return self.output.serialize(structured)
         except pydantic.ValidationError as exc:
-            raise self._invalid_result(str(exc)) from None
+            raise self._invalid_result(str(exc), name) from None
 
-    def _invalid_result(self, why: str) -> InternalError:
+    def _invalid_result(self, why: str, name: str) -> InternalError:
         ref = new_ref()
         logger.error(
             "Tool %r returned a result that does not fit its output schema (ref %s): %s",
-            self.key,
+            name,
             ref,
             why,
         )
-        return InternalError(f"Tool {self.key} returned an invalid result (ref {ref})")
+        return InternalError(f"Tool {name} returned an invalid result (ref {ref})")
 
 
 DIALECT_2020_12 = "https://json-schema.org/draft/2020-12/schema"

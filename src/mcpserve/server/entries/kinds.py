@@ -1,0 +1,104 @@
+"""What a registry holds: the small protocol every entry keeps, one per kind.
+
+An entry is what a request names and runs. Every kind has a ``key`` (a name or a URI), its
+list entry as published (``wire``), the ``scopes`` a checked caller needs, whether it answers
+without waiting (``synchronous``: the pipeline may then run it inline) and ``run``, which
+answers one call: the result, or an awaitable of it.
+
+The function-backed entries (:class:`~.tools.Tool`, :class:`~.prompts.Prompt`,
+:class:`~.resources.Resource`, ...) are one implementation; a proxy's forwarded entries
+another; a mounted server's entries and transformed tools wrap an entry and answer through
+it. Whatever reads the registry (the method table, the lists, the HTTP header checks)
+reads these protocols, never a class, so every implementation is served alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from typing_extensions import TypeIs
+
+if TYPE_CHECKING:
+    from ..context.context import Context
+    from .resources import CachePolicy
+    from .uri_template import URITemplate
+
+Result = dict[str, Any]
+TaskMode = Literal["optional", "required"]
+
+
+class Entry(Protocol):
+    """What every kind of entry has."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def wire(self) -> dict[str, Any]: ...
+    @property
+    def scopes(self) -> frozenset[str]: ...
+    @property
+    def synchronous(self) -> bool: ...
+    def run(self, arguments: Any, ctx: Context) -> Result | Awaitable[Result]: ...
+
+
+class ToolEntry(Entry, Protocol):
+    """A tool: its name is its key; ``header_params`` and ``header_types`` are its
+    arguments that a 2026-07-28 HTTP client mirrors into ``Mcp-Param-*`` headers (checked by
+    the transport); ``task_mode`` is set when it may run as a task."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def header_params(self) -> Mapping[str, str]: ...
+    @property
+    def header_types(self) -> Mapping[str, str]: ...
+    @property
+    def task_mode(self) -> TaskMode | None: ...
+
+
+class PromptEntry(Entry, Protocol):
+    """A prompt; ``choices`` are its arguments' known values (from ``Literal`` or ``Enum``
+    annotations), which complete without a completer."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def choices(self) -> Mapping[str, Sequence[str]]: ...
+
+
+class ResourceEntry(Entry, Protocol):
+    """A resource at one URI; ``cache`` overrides the server's caching hints for reads."""
+
+    @property
+    def uri(self) -> str: ...
+    @property
+    def cache(self) -> CachePolicy | None: ...
+    @property
+    def mime_type(self) -> str | None: ...
+
+
+class TemplateEntry(Entry, Protocol):
+    """A resource template: ``match`` gives the variables of a URI it serves, or None."""
+
+    @property
+    def template(self) -> URITemplate: ...
+    @property
+    def cache(self) -> CachePolicy | None: ...
+    @property
+    def mime_type(self) -> str | None: ...
+    def match(self, uri: str) -> dict[str, Any] | None: ...
+
+
+class CompleterEntry(Entry, Protocol):
+    """Completions of one prompt argument or template variable."""
+
+    async def complete(
+        self, value: str, arguments: dict[str, str], ctx: Context
+    ) -> dict[str, Any]: ...
+
+
+def is_entry(value: object) -> TypeIs[Entry]:
+    """Whether ``value`` is an entry already (a :class:`~.tools.Tool`, a transformed tool,
+    ...), to register as it is, rather than a function to make one of."""
+    return hasattr(value, "wire") and callable(getattr(value, "run", None))
