@@ -180,7 +180,8 @@ class Tool(FunctionEntry):
             if missing:
                 raise MissingClientCapability(missing)
         # A bad sealed requestState fails first; a handler's own is the handler's to judge.
-        name = called_name(ctx, self.key)
+        # By the name it was called by (called_name), read here without a call: every call.
+        name = ctx.request.params.get("name", self.key)
         ctx.begin_rounds(name, arguments or {}, sealed=self.request_state == "sealed")
         if self.raw_schema is not None:
             problems = self.raw_schema.problems(arguments or {})
