@@ -1,24 +1,39 @@
 #!/usr/bin/env python3
-"""A/B: this checkout against an earlier commit, side by side in one run.
+"""A/B: two versions of mcpserve side by side in one run, with a budget that can gate a change.
 
-    python3 benchmarks/ab.py HEAD~1                       # in process, echo and model
-    python3 benchmarks/ab.py HEAD~1 --phase http --rounds 7
+    python3 benchmarks/ab.py HEAD~1               # this checkout (B) against HEAD~1 (A)
+    python3 benchmarks/ab.py main~1 main          # two commits, neither of them checked out
+    python3 benchmarks/ab.py HEAD~1 --quick       # a check of the harness, in a few minutes
+    python3 benchmarks/ab.py HEAD~1 --phases instructions,startup
 
-The earlier commit is checked out into a temporary git worktree; both run in the mcpserve
-benchmark venv (``envs.py``), the earlier one with its ``src`` first on ``PYTHONPATH``, so
-only mcpserve's code differs. Rounds alternate A, B, B, A, ... so that a machine that
-slows down during the run weighs on both alike. Reported: per scenario, the median of
-each side and the ratio B/A (above 1: this checkout is faster).
+A is a commit; B is another commit or, by default, this checkout as it is on disk (local
+edits included). Each commit is checked out into a temporary git worktree. Both sides run
+in the mcpserve benchmark venv (``envs.py``) with their own ``src`` first on
+``PYTHONPATH``, and the harness (servers, drivers) is this checkout's: only mcpserve's code
+differs.
 
-Phases: ``inprocess`` (``inprocess.py``: sequential calls through the in-memory client,
-the most sensitive to a few instructions per request), ``http`` (the README's serving
-path, ``server.run("http")``, under wrk with 16 connections, as ``run.py`` measures it)
-and ``instructions``: the CPU instructions of one in-process call, counted by valgrind's
-cachegrind (the difference between runs of 300 and 1,300 calls, so start-up cancels out).
-Counting is deterministic to about 0.1% whatever else the machine does, where requests per
-second on a shared machine move by tens of percent: it shows a change of a few
-instructions per request that timing cannot. There, "B/A" is A's count over B's (above 1:
-this checkout does less work).
+Phases (``--phases``; the first four by default):
+
+* ``instructions``: instructions per request, counted by cachegrind (``instructions.py``),
+  in process, over stdio and over HTTP, for each scenario. Budget: 3% (``--budget``);
+* ``startup``: the instructions of ``import mcpserve`` and of a cold start (the stdio server
+  answering its first request and exiting). Budget: 5% (``--startup-budget``);
+* ``http``: requests/s of the README's ``server.run("http")`` under wrk, 16 connections;
+* ``stdio``: requests/s of ``server.run()`` over stdio, pipelined (64 requests in flight,
+  ``stdio_load.py``);
+* ``inprocess``: calls/s through the in-memory client (``inprocess.py``).
+
+Counts repeat to about 0.2% (with a fixed ``PYTHONHASHSEED``, ``--hash-seed``: see
+``instructions.py``), so each is made once per side. Timings on a shared machine move by
+tens of percent: they run in interleaved rounds (A, B, then B, A, ...), so that a machine
+that slows down during the run weighs on both sides alike, and are reported as medians
+with their range. They gate only when given a budget (``--throughput-budget``), since
+noise alone can exceed any useful one.
+
+The summary table gives each figure for A and B, B against A in percent, and whether the
+change is within budget. Exit status: 0 when every figure is within budget, 1 when one is
+not, 2 when something could not be measured (the reason in one line). Server logs, the
+cachegrind summaries and ``ab.json`` (every sample) are written to ``results/ab/``.
 """
 
 from __future__ import annotations
@@ -27,27 +42,79 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+OUT = HERE / "results" / "ab"
 sys.path.insert(0, str(HERE))
 
 import envs  # noqa: E402
+from common import SCENARIOS, CheckFailed  # noqa: E402
+
+PHASES = ("instructions", "startup", "http", "stdio", "inprocess")
+DEFAULT_PHASES = "instructions,startup,http,stdio"
+COUNTED_PATHS = {"inprocess": "in process", "stdio": "stdio", "http": "HTTP"}
+PIPELINED = 64
+CONNECTIONS = 16
+
+
+@dataclass
+class Figure:
+    """One line of the summary: samples of each side and how much worse B may be."""
+
+    title: str
+    unit: str
+    budget: float | None  # percent; None: reported, not gated
+    higher_is_better: bool
+    a: list[float] = field(default_factory=list)
+    b: list[float] = field(default_factory=list)
+
+    def add(self, side: str, value: float) -> None:
+        (self.a if side == "A" else self.b).append(value)
+
+    def change(self) -> float:
+        """B against A in percent (of A's median)."""
+        a, b = statistics.median(self.a), statistics.median(self.b)
+        return (b - a) / a * 100
+
+    def within_budget(self) -> bool:
+        worse_by = -self.change() if self.higher_is_better else self.change()
+        return self.budget is None or worse_by <= self.budget
+
+
+def log(message: str) -> None:
+    print(f"[ab] {message}", file=sys.stderr, flush=True)
+
+
+def commit_of(ref: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"ab.py: {ref!r} is not a commit of {REPO}; try e.g. HEAD~1 or main")
+    return done.stdout.strip()
 
 
 @contextlib.contextmanager
-def checkout(ref: str) -> Iterator[Path]:
-    """The source tree of ``ref``, in a temporary worktree removed afterwards."""
+def checkout(commit: str) -> Iterator[Path]:
+    """The source tree of ``commit``, in a temporary worktree removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="mcpserve-ab-") as folder:
         tree = Path(folder) / "tree"
         subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(tree), ref],
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(tree), commit],
             check=True,
         )
         try:
@@ -59,197 +126,314 @@ def checkout(ref: str) -> Iterator[Path]:
 
 
 def environment(source: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    # Bytecode caches as any deployment has them: without, every run compiles both trees.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = dict(os.environ)  # main() has dropped PYTHONDONTWRITEBYTECODE: caches are written
     env["PYTHONPATH"] = os.pathsep.join([str(source / "src"), str(HERE / "servers")])
     return env
 
 
-def inprocess(source: Path, scenarios: str, duration: float) -> dict[str, float]:
-    done = subprocess.run(
-        [
-            envs.python_of("mcpserve"),
-            str(HERE / "inprocess.py"),
-            "mcpserve",
-            "--duration",
-            str(duration),
-            "--scenarios",
-            scenarios,
-        ],
-        env=environment(source),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    results = json.loads(done.stdout)
-    return {name: result["rps"] for name, result in results.items()}
+def count(args: argparse.Namespace, sides: dict[str, Path], figures: list[Figure]) -> None:
+    """The instruction counts of each side, once (they do not drift as timings do)."""
+    import instructions
+
+    instructions.require_valgrind()
+    low, high = args.counts
+    for side, source in sides.items():
+        env, logs = {**environment(source), "PYTHONHASHSEED": str(args.hash_seed)}, OUT / side
+        if "instructions" in args.phases:
+            for path, where in COUNTED_PATHS.items():
+                for key in args.scenarios:
+                    log(f"{side}: instructions per request, {where}, {key}")
+                    title = f"instructions per request: {where}, {key}"
+                    figure = _figure(figures, title, "instructions", args.budget, False)
+                    figure.add(
+                        side, instructions.per_request(path, env, SCENARIOS[key], low, high, logs)
+                    )
+        if "startup" in args.phases:
+            log(f"{side}: instructions of start-up")
+            title = "start-up: import mcpserve (over a bare interpreter)"
+            figure = _figure(figures, title, "instructions", args.startup_budget, False)
+            figure.add(side, instructions.import_cost(env, logs))
+            title = "start-up: cold start (stdio server: first answer, exit)"
+            figure = _figure(figures, title, "instructions", args.startup_budget, False)
+            figure.add(side, instructions.cold_start(env, logs))
 
 
-class ReadmeServers:
-    """The README's serving path (``servers/mcpserve_readme_app.py``) of each side, started
-    once, pinned to the first core; wrk runs on the second."""
+def _figure(
+    figures: list[Figure], title: str, unit: str, budget: float | None, higher_is_better: bool
+) -> Figure:
+    for figure in figures:
+        if figure.title == title:
+            return figure
+    figures.append(Figure(title, unit, budget, higher_is_better))
+    return figures[-1]
 
-    def __init__(self, sides: dict[str, Path], logs: Path) -> None:
-        from common import SCENARIOS
-        from httpload import request_file
+
+class Served:
+    """Each side's servers for the timed rounds, started once and pinned to the server core:
+    the README's HTTP server (wrk on the load core) and the stdio server (this process,
+    on the load core, drives it)."""
+
+    def __init__(self, sides: dict[str, Path], args: argparse.Namespace, cores: tuple[int, int]):
+        from proc import Server
+        from stdio_load import StdioDriver
+
+        self.cores = cores
+        self.wrk = envs.ensure_wrk() if "http" in args.phases else ""
+        self.http: dict[str, tuple[Server, int]] = {}
+        self.stdio: dict[str, StdioDriver] = {}
+        self.stdio_servers: list[Server] = []
+        try:
+            self._start(sides, args)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, sides: dict[str, Path], args: argparse.Namespace) -> None:
         from proc import Server, free_port
+        from stdio_load import StdioDriver
 
-        self.requests = {key: request_file(scenario, logs) for key, scenario in SCENARIOS.items()}
-        self.servers: dict[str, tuple[Server, int]] = {}
+        cores = self.cores
         for side, source in sides.items():
-            port = free_port()
-            command = [
-                envs.python_of("mcpserve"),
-                str(HERE / "servers" / "mcpserve_readme_app.py"),
-                "http",
-                str(port),
-            ]
-            server = Server(command, 0, log=logs / f"server-{side}.log", env=environment(source))
-            self.servers[side] = (server, port)
-            server.wait_http(port)
+            logs, env = OUT / side, environment(source)
+            if "http" in args.phases:
+                port = free_port()
+                command = envs.server_command("mcpserve-readme", "http", str(port))
+                server = Server(command, cores[0], log=logs / "timed-http.log", env=env)
+                self.http[side] = (server, port)
+                server.wait_http(port)
+            if "stdio" in args.phases:
+                command = envs.server_command("mcpserve", "stdio")
+                log_file = logs / "timed-stdio.log"
+                server = Server(command, cores[0], log=log_file, stdio=True, env=env)
+                self.stdio_servers.append(server)
+                self.stdio[side] = StdioDriver(server)
+        for side in sides:  # each answer checked, then a warm-up: lazy imports, caches
+            for key in args.scenarios:
+                self.measure(side, "http", key, args.warmup)
+                self.measure(side, "stdio", key, args.warmup)
 
-    def measure(self, side: str, scenarios: str, duration: float) -> dict[str, float]:
-        from common import SCENARIOS
-        from httpload import run_wrk, validate
+    def measure(self, side: str, phase: str, key: str, duration: float) -> float | None:
+        from httpload import request_file, run_wrk, validate
 
-        server, port = self.servers[side]
-        results = {}
-        for key in scenarios.split(","):
-            validate(port, SCENARIOS[key])
+        scenario = SCENARIOS[key]
+        if phase == "http" and side in self.http:
+            server, port = self.http[side]
+            validate(port, scenario)
+            request = request_file(scenario, OUT / side)
             measured = run_wrk(
-                _wrk(),
+                self.wrk,
                 server,
                 port,
-                SCENARIOS[key],
-                self.requests[key],
-                connections=16,
+                scenario,
+                request,
+                connections=CONNECTIONS,
                 duration=duration,
-                core=1,
+                core=self.cores[1],
             )
-            results[key] = float(measured["rps"])
-        return results
+            return float(measured["rps"])
+        if phase == "stdio" and side in self.stdio:
+            driver = self.stdio[side]
+            driver.exchange(scenario)
+            return float(driver.run(scenario, duration, PIPELINED)["rps"])
+        return None
 
     def stop(self) -> None:
-        for server, _ in self.servers.values():
+        for driver in self.stdio.values():
+            driver.close()
+        for server in [*(server for server, _ in self.http.values()), *self.stdio_servers]:
             server.stop()
 
 
-def _wrk() -> str:
-    import shutil
+def in_process(source: Path, key: str, duration: float, core: int) -> float:
+    from proc import pin
 
-    found = shutil.which("wrk")
-    if found is None:
-        raise SystemExit("the http phase needs wrk (Debian: apt-get install wrk)")
-    return found
+    script = [envs.python_of("mcpserve"), str(HERE / "inprocess.py"), "mcpserve"]
+    done = subprocess.run(
+        [*script, "--duration", str(duration), "--scenarios", key],
+        env=environment(source),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        preexec_fn=pin(core),
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise CheckFailed(f"inprocess.py exited with {done.returncode}: {last}")
+    return float(json.loads(done.stdout)[key]["rps"])
 
 
-def instructions(source: Path, scenarios: str, _duration: float) -> dict[str, float]:
-    """Instructions per in-process call, by scenario."""
-    per_call = {}
-    for scenario in scenarios.split(","):
-        # Once uncounted first, so that both counted runs find the bytecode caches written.
-        subprocess.run(
-            [
-                envs.python_of("mcpserve"),
-                str(HERE / "inprocess.py"),
-                "mcpserve",
-                "--scenarios",
-                scenario,
-                "--count",
-                "1",
-            ],
-            env=environment(source),
-            capture_output=True,
-            check=True,
-            timeout=300,
+TIMED = {
+    "http": f"throughput: HTTP, {CONNECTIONS} connections",
+    "stdio": f"throughput: stdio, {PIPELINED} in flight",
+    "inprocess": "throughput: in process",
+}
+
+
+def time_rounds(args: argparse.Namespace, sides: dict[str, Path], figures: list[Figure]) -> None:
+    """Requests per second, in rounds that alternate which side goes first."""
+    phases = [phase for phase in TIMED if phase in args.phases]
+    if not phases:
+        return
+    cores = envs.ensure_taskset_cores()
+    os.sched_setaffinity(0, {cores[1]})  # this process drives the load: the other core
+    log(f"starting the servers; warm-up of {args.warmup:g} s per scenario")
+    served = Served(sides, args, cores)
+    try:
+        for round_number in range(args.rounds):
+            order = ("A", "B") if round_number % 2 == 0 else ("B", "A")
+            for side in order:
+                for phase in phases:
+                    for key in args.scenarios:
+                        unit = "calls/s" if phase == "inprocess" else "req/s"
+                        title = f"{TIMED[phase]}, {key}"
+                        figure = _figure(figures, title, unit, args.throughput_budget, True)
+                        if phase == "inprocess":
+                            rps = in_process(sides[side], key, args.duration, cores[0])
+                        else:
+                            measured = served.measure(side, phase, key, args.duration)
+                            assert measured is not None
+                            rps = measured
+                        figure.add(side, rps)
+            log(f"round {round_number + 1}/{args.rounds} done")
+    finally:
+        served.stop()
+
+
+def _value(figure: Figure, samples: list[float]) -> str:
+    median = statistics.median(samples)
+    if figure.unit != "instructions":
+        return f"{median:,.0f} ({min(samples):,.0f}-{max(samples):,.0f})"
+    return f"{median / 1e6:,.1f} M" if median >= 1e7 else f"{median:,.0f}"
+
+
+def summary(figures: list[Figure]) -> str:
+    lines = [
+        "| figure | unit | A | B | B vs A | budget | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for figure in figures:
+        if figure.budget is None:
+            budget, verdict = "not gated", "-"
+        else:
+            budget, verdict = f"{figure.budget:g}% worse", "ok" if figure.within_budget() else "OUT"
+        lines.append(
+            f"| {figure.title} | {figure.unit} | {_value(figure, figure.a)} | "
+            f"{_value(figure, figure.b)} | {figure.change():+.2f}% | {budget} | {verdict} |"
         )
-        counted = []
-        for count in (300, 1300):
-            done = subprocess.run(
-                [
-                    "valgrind",
-                    "--tool=cachegrind",
-                    "--cache-sim=no",
-                    "--cachegrind-out-file=/dev/null",
-                    envs.python_of("mcpserve"),
-                    str(HERE / "inprocess.py"),
-                    "mcpserve",
-                    "--scenarios",
-                    scenario,
-                    "--count",
-                    str(count),
-                ],
-                env=environment(source),
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=900,
-            )
-            [line] = [line for line in done.stderr.splitlines() if "I   refs:" in line]
-            counted.append(int(line.split()[-1].replace(",", "")))
-        per_call[scenario] = (counted[1] - counted[0]) / 1000
-    return per_call
+    return "\n".join(lines)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("base", help="the earlier commit (A), e.g. HEAD~1")
-    parser.add_argument(
-        "--phase", choices=["inprocess", "http", "instructions"], default="inprocess"
-    )
+    parser.add_argument("base", help="A: the earlier commit, e.g. HEAD~1")
+    parser.add_argument("head", nargs="?", help="B: a commit (default: this checkout, on disk)")
+    parser.add_argument("--phases", default=DEFAULT_PHASES, help=f"of {','.join(PHASES)}")
     parser.add_argument("--scenarios", default="echo,model")
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--duration", type=float, default=3.0)
-    args = parser.parse_args()
-    envs.ensure_venvs(names=["mcpserve"])
-    samples: dict[str, dict[str, list[float]]] = {"A": {}, "B": {}}
-    with (
-        checkout(args.base) as base,
-        tempfile.TemporaryDirectory(prefix="mcpserve-ab-logs-") as logs,
-    ):
-        sides = {"A": base, "B": REPO}
-        readme = ReadmeServers(sides, Path(logs)) if args.phase == "http" else None
-        try:
-            for round_number in range(args.rounds):
-                order = ("A", "B") if round_number % 2 == 0 else ("B", "A")
-                for side in order:
-                    if args.phase == "instructions":
-                        measured = instructions(sides[side], args.scenarios, args.duration)
-                    elif readme is None:
-                        measured = inprocess(sides[side], args.scenarios, args.duration)
-                    else:
-                        measured = readme.measure(side, args.scenarios, args.duration)
-                    for scenario, rps in measured.items():
-                        samples[side].setdefault(scenario, []).append(rps)
-                print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
-        finally:
-            if readme is not None:
-                readme.stop()
-    head = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    unit = "instructions per call" if args.phase == "instructions" else "requests per second"
-    print(
-        f"A = {args.base}, B = this checkout ({head}); {args.phase}, {args.rounds} rounds "
-        f"of {args.duration} s; {unit}, median (min-max)"
+    parser.add_argument("--rounds", type=int, default=6, help="timed rounds (default 6)")
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds per timed window")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds, once per server")
+    parser.add_argument("--counts", default="300,1300", help="LOW,HIGH exchanges counted per path")
+    parser.add_argument(
+        "--hash-seed", type=int, default=0, help="PYTHONHASHSEED of the counted runs"
     )
-    for scenario in samples["A"]:
-        a, b = samples["A"][scenario], samples["B"][scenario]
-        ratio = statistics.median(b) / statistics.median(a)
-        if args.phase == "instructions":
-            ratio = 1 / ratio
+    parser.add_argument("--budget", type=float, default=3.0, help="percent, per request")
+    parser.add_argument("--startup-budget", type=float, default=5.0, help="percent")
+    parser.add_argument("--throughput-budget", type=float, default=None, help="percent")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 rounds of 1 s, counts 100,400: a harness check"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.duration, args.warmup, args.counts = 2, 1.0, 1.0, "100,400"
+    args.phases = [phase for phase in args.phases.split(",") if phase]
+    args.scenarios = [key for key in args.scenarios.split(",") if key]
+    for phase in args.phases:
+        if phase not in PHASES:
+            parser.error(f"unknown phase {phase!r}; the phases are {', '.join(PHASES)}")
+    for key in args.scenarios:
+        if key not in SCENARIOS:
+            parser.error(f"unknown scenario {key!r}; the scenarios are {', '.join(SCENARIOS)}")
+    try:
+        low, high = (int(part) for part in args.counts.split(","))
+    except ValueError:
+        parser.error(f"--counts takes two numbers, LOW,HIGH; got {args.counts!r}")
+    if not 0 < low < high:
+        parser.error(f"--counts: LOW must be above 0 and below HIGH; got {args.counts!r}")
+    args.counts = (low, high)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # servers stopped on the way out
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # servers start as deployed: with .pyc
+    venv = envs.VENVS / "mcpserve"
+    if Path(sys.prefix).resolve() != venv.resolve():
+        envs.ensure_venvs(names=["mcpserve"])
+        # Re-run in the venv: the stdio driver then parses with orjson, as run.py's does.
+        python = envs.python_of("mcpserve")
+        os.execv(python, [python, str(Path(__file__).resolve()), *sys.argv[1:]])
+    base = commit_of(args.base)
+    head = commit_of(args.head) if args.head else None
+    commits = {"A": base, "B": head}
+    shutil.rmtree(OUT, ignore_errors=True)
+    for side in commits:
+        (OUT / side).mkdir(parents=True)
+    started = time.monotonic()
+    figures: list[Figure] = []
+    with contextlib.ExitStack() as trees:
+        sides = {
+            side: trees.enter_context(checkout(commit)) if commit else REPO
+            for side, commit in commits.items()
+        }
+        try:
+            if {"instructions", "startup"} & set(args.phases):
+                count(args, sides, figures)
+            time_rounds(args, sides, figures)
+        except (CheckFailed, RuntimeError, subprocess.TimeoutExpired) as failed:
+            log(f"could not measure: {failed} (logs in {OUT})")
+            sys.exit(2)
+    minutes = (time.monotonic() - started) / 60
+    names = {
+        "A": f"{args.base} ({base[:8]})",
+        "B": f"{args.head} ({head[:8]})" if head else f"this checkout ({envs.checkout()})",
+    }
+    print(f"A = {names['A']}, B = {names['B']}; {minutes:.1f} minutes")
+    if {"instructions", "startup"} & set(args.phases):
         print(
-            f"  {scenario:10} A {statistics.median(a):9.0f} ({min(a):.0f}-{max(a):.0f})   "
-            f"B {statistics.median(b):9.0f} ({min(b):.0f}-{max(b):.0f})   B/A {ratio:.3f}"
+            f"instructions: counted once per side ({args.counts[0]} and {args.counts[1]} "
+            f"exchanges, PYTHONHASHSEED={args.hash_seed})"
         )
+    if set(TIMED) & set(args.phases):
+        print(f"timings: {args.rounds} interleaved rounds of {args.duration:g} s, median (min-max)")
+    print()
+    print(summary(figures))
+    out_of_budget = [figure.title for figure in figures if not figure.within_budget()]
+    results = {
+        "a": names["A"],
+        "b": names["B"],
+        "config": {key: value for key, value in vars(args).items() if key not in ("base", "head")},
+        "seconds": round(time.monotonic() - started),
+        "figures": [
+            {**asdict(figure), "change_percent": figure.change(), "ok": figure.within_budget()}
+            for figure in figures
+        ],
+    }
+    (OUT / "ab.json").write_text(json.dumps(results, indent=2) + "\n")
+    if out_of_budget:
+        print(f"\nOUT OF BUDGET: {'; '.join(out_of_budget)}")
+        sys.exit(1)
+    print("\nevery figure within budget")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SystemExit as stop:
+        if isinstance(stop.code, str):  # the one-line reason why nothing could be measured
+            print(stop.code, file=sys.stderr)
+            sys.exit(2)
+        raise

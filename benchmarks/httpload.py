@@ -29,21 +29,31 @@ def request_file(scenario: Scenario, directory: Path) -> Path:
     return path
 
 
-def post(port: int, scenario: Scenario, params: JSONDict | None = None) -> list[JSONDict]:
-    """One POST; the JSON-RPC messages it answered with (SSE events or one JSON body)."""
+def post(
+    port: int,
+    scenario: Scenario,
+    params: JSONDict | None = None,
+    connection: http.client.HTTPConnection | None = None,
+) -> list[JSONDict]:
+    """One POST; the JSON-RPC messages it answered with (SSE events or one JSON body).
+
+    On ``connection`` when given (kept open: keep-alive, as wrk sends), else on a new one."""
     if params is None:
         body = scenario.body()
     else:
         message = {"jsonrpc": "2.0", "id": 2, "method": scenario.method, "params": params}
         body = json.dumps(message, separators=(",", ":")).encode()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    own = connection is None
+    if connection is None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         connection.request("POST", PATH, body, dict(scenario.headers()))
         response = connection.getresponse()
         data = response.read()
         kind = response.getheader("content-type", "")
     finally:
-        connection.close()
+        if own:
+            connection.close()
     if response.status != 200:
         raise CheckFailed(f"HTTP {response.status}: {data[:300]!r}")
     if kind.startswith("text/event-stream"):
@@ -53,11 +63,13 @@ def post(port: int, scenario: Scenario, params: JSONDict | None = None) -> list[
     return [json.loads(data)]
 
 
-def validate(port: int, scenario: Scenario) -> None:
+def validate(
+    port: int, scenario: Scenario, connection: http.client.HTTPConnection | None = None
+) -> None:
     """Raise ``CheckFailed`` unless the server answers the measured request correctly."""
-    result = check_exchange(scenario, post(port, scenario))
+    result = check_exchange(scenario, post(port, scenario, connection=connection))
     if scenario.two_rounds:
-        retry = post(port, scenario, scenario.retry_params(result))
+        retry = post(port, scenario, scenario.retry_params(result), connection)
         check_exchange(scenario.second_round(), retry)
 
 
