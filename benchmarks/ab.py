@@ -23,12 +23,15 @@ Phases (``--phases``; the first four by default):
   ``stdio_load.py``);
 * ``inprocess``: calls/s through the in-memory client (``inprocess.py``).
 
-Counts repeat to about 0.2% (with a fixed ``PYTHONHASHSEED``, ``--hash-seed``: see
-``instructions.py``), so each is made once per side. Timings on a shared machine move by
-tens of percent: they run in interleaved rounds (A, B, then B, A, ...), so that a machine
-that slows down during the run weighs on both sides alike, and are reported as medians
-with their range. They gate only when given a budget (``--throughput-budget``), since
-noise alone can exceed any useful one.
+Counts repeat to about 0.1% for the same code and ``PYTHONHASHSEED`` (``instructions.py``),
+but the seed decides how dicts and sets are laid out, and two versions of the code can
+fare differently under one seed by up to about 1%. So each count is made once per side and
+seed (``--hash-seeds``, three by default), and the medians are compared.
+
+Timings on a shared machine move by tens of percent: they run in interleaved rounds (A, B,
+then B, A, ...), so that a machine that slows down during the run weighs on both sides
+alike, and are reported as medians with their range. They gate only when given a budget
+(``--throughput-budget``), since noise alone can exceed any useful one.
 
 The summary table gives each figure for A and B, B against A in percent, and whether the
 change is within budget. Exit status: 0 when every figure is within budget, 1 when one is
@@ -65,6 +68,9 @@ PHASES = ("instructions", "startup", "http", "stdio", "inprocess")
 DEFAULT_PHASES = "instructions,startup,http,stdio"
 COUNTED_PATHS = {"inprocess": "in process", "stdio": "stdio", "http": "HTTP"}
 PIPELINED = 64
+#: Settings not given on the command line: a full run, and --quick's.
+FULL = {"rounds": 6, "duration": 3.0, "warmup": 2.0, "counts": "300,1300", "hash_seeds": "0,1,2"}
+QUICK = {"rounds": 2, "duration": 1.0, "warmup": 1.0, "counts": "100,400", "hash_seeds": "0"}
 CONNECTIONS = 16
 
 
@@ -132,30 +138,35 @@ def environment(source: Path) -> dict[str, str]:
 
 
 def count(args: argparse.Namespace, sides: dict[str, Path], figures: list[Figure]) -> None:
-    """The instruction counts of each side, once (they do not drift as timings do)."""
+    """The instruction counts of each side, once per hash seed (they do not drift as timings
+    do, but each seed lays dicts and sets out differently: the median evens that out)."""
     import instructions
 
     instructions.require_valgrind()
     low, high = args.counts
-    for side, source in sides.items():
-        env, logs = {**environment(source), "PYTHONHASHSEED": str(args.hash_seed)}, OUT / side
-        if "instructions" in args.phases:
-            for path, where in COUNTED_PATHS.items():
-                for key in args.scenarios:
-                    log(f"{side}: instructions per request, {where}, {key}")
-                    title = f"instructions per request: {where}, {key}"
-                    figure = _figure(figures, title, "instructions", args.budget, False)
-                    figure.add(
-                        side, instructions.per_request(path, env, SCENARIOS[key], low, high, logs)
-                    )
-        if "startup" in args.phases:
-            log(f"{side}: instructions of start-up")
-            title = "start-up: import mcpserve (over a bare interpreter)"
-            figure = _figure(figures, title, "instructions", args.startup_budget, False)
-            figure.add(side, instructions.import_cost(env, logs))
-            title = "start-up: cold start (stdio server: first answer, exit)"
-            figure = _figure(figures, title, "instructions", args.startup_budget, False)
-            figure.add(side, instructions.cold_start(env, logs))
+    for seed in args.hash_seeds:
+        for side, source in sides.items():
+            env = {**environment(source), "PYTHONHASHSEED": str(seed)}
+            logs = OUT / side / f"seed-{seed}"
+            logs.mkdir(parents=True, exist_ok=True)
+            if "instructions" in args.phases:
+                for path, where in COUNTED_PATHS.items():
+                    for key in args.scenarios:
+                        log(f"{side}, seed {seed}: instructions per request, {where}, {key}")
+                        title = f"instructions per request: {where}, {key}"
+                        figure = _figure(figures, title, "instructions", args.budget, False)
+                        counted = instructions.per_request(
+                            path, env, SCENARIOS[key], low, high, logs
+                        )
+                        figure.add(side, counted)
+            if "startup" in args.phases:
+                log(f"{side}, seed {seed}: instructions of start-up")
+                title = "start-up: import mcpserve (over a bare interpreter)"
+                figure = _figure(figures, title, "instructions", args.startup_budget, False)
+                figure.add(side, instructions.import_cost(env, logs))
+                title = "start-up: cold start (stdio server: first answer, exit)"
+                figure = _figure(figures, title, "instructions", args.startup_budget, False)
+                figure.add(side, instructions.cold_start(env, logs))
 
 
 def _figure(
@@ -302,9 +313,11 @@ def time_rounds(args: argparse.Namespace, sides: dict[str, Path], figures: list[
 
 def _value(figure: Figure, samples: list[float]) -> str:
     median = statistics.median(samples)
-    if figure.unit != "instructions":
-        return f"{median:,.0f} ({min(samples):,.0f}-{max(samples):,.0f})"
-    return f"{median / 1e6:,.1f} M" if median >= 1e7 else f"{median:,.0f}"
+    if median >= 1e7:  # a start-up count
+        shown = [f"{value / 1e6:,.1f} M" for value in (median, min(samples), max(samples))]
+    else:
+        shown = [f"{value:,.0f}" for value in (median, min(samples), max(samples))]
+    return shown[0] if len(samples) == 1 else f"{shown[0]} ({shown[1]}-{shown[2]})"
 
 
 def summary(figures: list[Figure]) -> str:
@@ -332,22 +345,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("head", nargs="?", help="B: a commit (default: this checkout, on disk)")
     parser.add_argument("--phases", default=DEFAULT_PHASES, help=f"of {','.join(PHASES)}")
     parser.add_argument("--scenarios", default="echo,model")
-    parser.add_argument("--rounds", type=int, default=6, help="timed rounds (default 6)")
-    parser.add_argument("--duration", type=float, default=3.0, help="seconds per timed window")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds, once per server")
-    parser.add_argument("--counts", default="300,1300", help="LOW,HIGH exchanges counted per path")
-    parser.add_argument(
-        "--hash-seed", type=int, default=0, help="PYTHONHASHSEED of the counted runs"
-    )
+    parser.add_argument("--rounds", type=int, help="timed rounds (6; --quick: 2)")
+    parser.add_argument("--duration", type=float, help="seconds per timed window (3; 1)")
+    parser.add_argument("--warmup", type=float, help="seconds per server and scenario (2; 1)")
+    parser.add_argument("--counts", help="LOW,HIGH exchanges counted per path (300,1300; 100,400)")
+    parser.add_argument("--hash-seeds", help="PYTHONHASHSEED of each count (0,1,2; 0)")
     parser.add_argument("--budget", type=float, default=3.0, help="percent, per request")
     parser.add_argument("--startup-budget", type=float, default=5.0, help="percent")
     parser.add_argument("--throughput-budget", type=float, default=None, help="percent")
-    parser.add_argument(
-        "--quick", action="store_true", help="2 rounds of 1 s, counts 100,400: a harness check"
-    )
+    parser.add_argument("--quick", action="store_true", help="a check of the harness")
     args = parser.parse_args()
-    if args.quick:
-        args.rounds, args.duration, args.warmup, args.counts = 2, 1.0, 1.0, "100,400"
+    for name, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     args.phases = [phase for phase in args.phases.split(",") if phase]
     args.scenarios = [key for key in args.scenarios.split(",") if key]
     for phase in args.phases:
@@ -363,6 +373,12 @@ def parse_args() -> argparse.Namespace:
     if not 0 < low < high:
         parser.error(f"--counts: LOW must be above 0 and below HIGH; got {args.counts!r}")
     args.counts = (low, high)
+    try:
+        args.hash_seeds = [int(seed) for seed in args.hash_seeds.split(",")]
+    except ValueError:
+        parser.error(f"--hash-seeds takes numbers, e.g. 0,1,2; got {args.hash_seeds!r}")
+    if any(not 0 <= seed <= 4294967295 for seed in args.hash_seeds):
+        parser.error("--hash-seeds: PYTHONHASHSEED is between 0 and 4294967295")
     return args
 
 
@@ -404,8 +420,8 @@ def main() -> None:
     print(f"A = {names['A']}, B = {names['B']}; {minutes:.1f} minutes")
     if {"instructions", "startup"} & set(args.phases):
         print(
-            f"instructions: counted once per side ({args.counts[0]} and {args.counts[1]} "
-            f"exchanges, PYTHONHASHSEED={args.hash_seed})"
+            f"instructions: {args.counts[0]} and {args.counts[1]} exchanges counted, once per "
+            f"side and PYTHONHASHSEED ({','.join(map(str, args.hash_seeds))}), median (min-max)"
         )
     if set(TIMED) & set(args.phases):
         print(f"timings: {args.rounds} interleaved rounds of {args.duration:g} s, median (min-max)")

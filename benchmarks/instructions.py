@@ -37,8 +37,8 @@ Two things make counts repeatable, and ``env`` must allow both (``ab.py``'s does
   and sets differently, and the count of the same requests moves by about 2% between
   runs; with ``PYTHONHASHSEED`` fixed (``HASH_SEED`` unless ``env`` sets another), by about
   0.1% in process and over stdio and 0.2% over HTTP (there the server's event loop also
-  wakes on a timer). Another seed gives another layout, so a figure near its budget is
-  worth counting again with a second seed;
+  wakes on a timer). Another seed gives another layout, and two versions of the code can
+  compare differently under two seeds (by up to about 1%): ``ab.py`` counts with several;
 * bytecode caches. Each path runs once uncounted first so that they exist, as on any
   deployed machine; otherwise the first counted run would also pay for compiling the
   source. That needs ``PYTHONDONTWRITEBYTECODE`` unset in ``env``.
