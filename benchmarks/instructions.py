@@ -108,7 +108,9 @@ def _run(command: list[str], env: Environment) -> None:
     )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise CheckFailed(f"{' '.join(command[-3:])} exited with {done.returncode}: {last}")
+        script = [Path(word).name for word in command if word.endswith(".py")]
+        what = script[0] if script else " ".join(command[-2:])
+        raise CheckFailed(f"{what} exited with {done.returncode}: {last}")
 
 
 def _wait_exit(server: Server, log: Path) -> None:
