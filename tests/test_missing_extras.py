@@ -17,6 +17,8 @@ import pytest
 
 from wire_helpers import ROOT, child_env
 
+pytestmark = pytest.mark.subprocess
+
 BLOCKER = """
 import sys
 

@@ -124,6 +124,7 @@ def _loaded(modules: set[str], name: str) -> bool:
     return any(m == name or m.startswith(name + ".") for m in modules)
 
 
+@pytest.mark.subprocess
 def test_import_loads_nothing_optional() -> None:
     modules = _modules_after("import mcpserve")
     assert "mcpserve.server.server" in modules  # the probe itself works
@@ -133,12 +134,14 @@ def test_import_loads_nothing_optional() -> None:
     assert "pydantic.fields" not in modules
 
 
+@pytest.mark.subprocess
 def test_a_client_loads_no_schema_machinery() -> None:
     modules = _modules_after("from mcpserve import Client, Server\nClient(Server('s'))")
     assert "mcpserve.client.client" in modules
     assert [name for name in AT_FIRST_SCHEMA if _loaded(modules, name)] == []
 
 
+@pytest.mark.subprocess
 def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional() -> None:
     code = (
         "from mcpserve import Server\n"
@@ -154,6 +157,7 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
     assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("name", "module"),
     [
@@ -176,6 +180,7 @@ def test_lazy_names_load_on_first_use(name: str, module: str) -> None:
     assert module not in _modules_after("import mcpserve")
 
 
+@pytest.mark.subprocess
 def test_a_client_that_takes_no_task_does_not_load_the_tasks_machinery() -> None:
     modules = _modules_after("from mcpserve import Client")
     assert "mcpserve.client.client" in modules

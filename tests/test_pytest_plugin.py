@@ -479,6 +479,7 @@ def test_the_http_fixture_serves_the_server_on_a_free_port_for_one_test(
     project.runpytest().assert_outcomes(passed=2)
 
 
+@pytest.mark.subprocess
 def test_a_project_that_never_uses_the_plugin_is_unaffected(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\n")
     pytester.makepyfile(

@@ -66,8 +66,10 @@ from mcp.shared.auth import (
 )
 
 from oidc_server import AuthorizationServer, authorization_server, drive_login
-from ts_client import TSClient, install, node_binary, ts_client
+from ts_client import TSClient, ts_client
 from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, free_port, http_server_process
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.node]
 
 NOTES = SERVERS / "oauth_notes.py"
 VERIFIER_ONLY = SERVERS / "oauth_verifier_only.py"
@@ -156,12 +158,6 @@ async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
     """oidc-provider and the notes server."""
     async with running_stack(tmp_path, NOTES, SCOPES) as running:
         yield running
-
-
-@pytest.fixture(scope="session")
-def ts_install() -> tuple[str, Path]:
-    """Node and the installed TypeScript client (installed once, bounded)."""
-    return node_binary(), install()
 
 
 # --------------------------------------------------------------------------- helpers

@@ -55,7 +55,7 @@ from wire_helpers import (
     post,
 )
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.subprocess, pytest.mark.node]
 
 SERVER = SERVERS / "oauth_server.py"
 READ, WRITE = "notes:read", "notes:write"

@@ -11,7 +11,6 @@ authorization server are in ``test_auth_oidc.py``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
@@ -22,7 +21,7 @@ from starlette.routing import Mount
 from legacy_schema import initialize_message
 from mcpserve import Auth, Context, Server
 from mcpserve.auth import AccessToken, InvalidToken, ResourceServer, VerifierUnavailable
-from redis_server import RedisServer, redis_server
+from redis_server import RedisServer
 from wire_helpers import Reply, asgi_client, call, mcp_headers, post, request
 
 RESOURCE = "http://127.0.0.1/mcp"
@@ -645,12 +644,6 @@ async def test_a_handshake_era_session_belongs_to_the_principal_that_started_it(
     assert stolen_delete.status_code == 404
     assert own.status_code == 200  # the DELETE by another principal ended nothing
     assert ran == ["add_note"]
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 async def test_a_shared_session_keeps_its_principal_on_another_instance(

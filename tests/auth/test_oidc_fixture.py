@@ -19,6 +19,8 @@ import pytest
 
 from oidc_server import AuthorizationServer, authorization_server, drive_login, pkce_pair
 
+pytestmark = pytest.mark.node
+
 NOTES = "http://127.0.0.1:8765/mcp"
 OTHER = "http://127.0.0.1:8766/mcp"
 SCOPES = ["notes:read", "notes:write", "admin"]

@@ -180,6 +180,7 @@ async def test_the_verifier_is_a_jwt_verifier_with_the_key_given_and_nothing_to_
 # ---------------------------------------------------------------------- a user's project
 
 
+@pytest.mark.subprocess
 def test_a_users_pytest_tests_a_protected_server_with_the_plugin_and_a_test_issuer(
     pytester: pytest.Pytester,
 ) -> None:
@@ -226,6 +227,7 @@ def test_a_users_pytest_tests_a_protected_server_with_the_plugin_and_a_test_issu
     assert "TestIssuer" not in result.stdout.str()  # not collected as a class of tests
 
 
+@pytest.mark.subprocess
 def test_loading_the_plugin_does_not_load_pyjwt_until_the_issuer_is_used() -> None:
     probe = (
         "import sys, mcpserve.testing as testing; "

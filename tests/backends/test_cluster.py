@@ -45,8 +45,10 @@ from legacy_schema import (
     legacy_request,
 )
 from servers.cluster_app import NAME, VERSION, WATCHED
-from ts_client import install, node_binary, ts_client
+from ts_client import ts_client
 from wire_helpers import TIMEOUT, Reply, call, post
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.redis, pytest.mark.balancer]
 
 MODES = ["legacy", "auto", "2026-07-28"]
 TS_MODES = ["legacy", "auto"]
@@ -67,12 +69,6 @@ def shared(
     """One cluster per balancer for the tests that leave it as they found it."""
     with cluster(tmp_path_factory.mktemp(f"cluster-{request.param}"), request.param) as made:
         yield made
-
-
-@pytest.fixture(scope="session")
-def ts_install() -> tuple[str, Path]:
-    """Node and the installed TypeScript client (installed once, bounded)."""
-    return node_binary(), install()
 
 
 @pytest.fixture(autouse=True)

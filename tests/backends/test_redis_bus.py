@@ -1,9 +1,10 @@
-"""The Redis subscription bus against a real ``redis-server`` (``tests/support/redis_server.py``).
+"""The Redis subscription bus against a real ``redis-server`` (the run's ``redis`` fixture;
+the outage tests stop one of their own).
 
 * two :class:`RedisBus` instances in this process: each event is delivered once per bus (a
   bus delivers its own events locally and skips them when Redis echoes them back);
-* two server processes (``tests/support/servers/subs_redis.py`` over HTTP, ``MCPSERVE_BUS`` set):
-  a change or resource update on one reaches a listener on the other;
+* two server processes (``tests/support/servers/subs_redis.py`` over HTTP, ``MCPSERVE_BUS``
+  set): a change or resource update on one reaches a listener on the other;
 * an outage: Redis stops while a listener is open, local changes still arrive, Redis comes
   back on the same port, the bus reconnects and changes flow between processes again;
 * ``bus_from_url`` and ``MCPSERVE_BUS``.
@@ -30,7 +31,7 @@ from listens import ACK, Listen, open_listen, open_stream, poll, tool
 from mcpserve import Server
 from mcpserve.backends.redis.bus import DEFAULT_CHANNEL, RedisBus, redact
 from mcpserve.server.bus import LocalBus, bus_from_url
-from redis_server import RedisServer, redis_server
+from redis_server import RedisServer
 from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, http_server_process
 
 SUBS_REDIS = SERVERS / "subs_redis.py"
@@ -38,12 +39,6 @@ TOOLS = "notifications/tools/list_changed"
 UPDATED = "notifications/resources/updated"
 DOC = "file:///shared/doc.txt"
 OUTAGE_TIMEOUT = 20.0
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 def channel() -> str:
@@ -254,6 +249,7 @@ async def clients(
         yield on_a, on_b
 
 
+@pytest.mark.subprocess
 async def test_a_change_on_one_process_reaches_a_listener_on_the_other(
     clients: tuple[httpx2.AsyncClient, httpx2.AsyncClient],
 ) -> None:
@@ -270,6 +266,7 @@ async def test_a_change_on_one_process_reaches_a_listener_on_the_other(
     assert [e["method"] for e in stream.events] == [ACK, TOOLS, UPDATED]
 
 
+@pytest.mark.subprocess
 async def test_a_process_delivers_its_own_changes_once(
     clients: tuple[httpx2.AsyncClient, httpx2.AsyncClient],
 ) -> None:
@@ -298,6 +295,7 @@ async def _wait_until(condition: Any, within: float, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.redis  # a redis-server of its own, stopped and started
 async def test_first_publish_after_an_outage_reaches_the_other_bus(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -344,6 +342,8 @@ def _extra() -> str:
     return "extra"
 
 
+@pytest.mark.subprocess
+@pytest.mark.redis  # a redis-server of its own, stopped and started
 async def test_outage_local_delivery_then_reconnect(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

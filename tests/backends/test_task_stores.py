@@ -1,7 +1,7 @@
 """The three task stores held to the same tests: :class:`MemoryTaskStore`,
 :class:`SQLiteTaskStore` (a file in ``tmp_path``) and :class:`RedisTaskStore` (a real
-``redis-server`` from ``tests/support/redis_server.py``, one for the module, flushed before each
-test).
+``redis-server``: the run's ``redis`` fixture, flushed before each test; the outage test
+stops one of its own).
 
 Every store: a task reads back as it was created and saved, in every status; it is gone
 once its TTL passes (and a late save does not bring it back); a principal's live tasks are
@@ -40,14 +40,14 @@ from mcpserve.extensions.tasks.records import (
     TaskStoreUnavailable,
     TooManyTasks,
 )
-from redis_server import RedisServer, redis_server
+from redis_server import REDIS_PARAM, RedisServer
 
-STORES = ["memory", "sqlite", "redis"]
+STORES = ["memory", "sqlite", REDIS_PARAM]
 #: A lease or TTL meant to pass during a test (seconds): far longer than the steps before it
 #: take, even on a loaded machine, so that what it keeps alive is never seen gone too soon.
 SHORT = 0.5
 PAST = SHORT + 0.1
-DURABLE = ["sqlite", "redis"]
+DURABLE = ["sqlite", REDIS_PARAM]
 RESULT = {"content": [{"type": "text", "text": "done ✓"}], "resultType": "complete"}
 QUESTION = {"method": "elicitation/create",
             "params": {"mode": "form", "message": "Sure?", "requestedSchema": {
@@ -149,12 +149,6 @@ class Backend:
     async def aclose(self) -> None:
         for store in self.opened:
             await store.close()
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 async def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
@@ -370,6 +364,7 @@ async def test_renew_extends_the_owners_live_leases(backend: Backend) -> None:
     assert (kept.status, kept.status_message, kept.lease_until) == ("working", "later", until)
 
 
+@pytest.mark.slow
 async def test_created_and_expired_tasks_leave_nothing_behind(backend: Backend) -> None:
     """Over 100,000 created-and-expired tasks, memory stays flat, and SQLite's rows and
     Redis's keys stay few (each create there is a round trip, or a synced commit)."""
@@ -553,9 +548,9 @@ async def test_two_redis_stores_share_their_tasks(redis: RedisServer) -> None:
 
 
 async def test_redis_outage_raises_task_store_unavailable(
-    redis: RedisServer, caplog: pytest.LogCaptureFixture
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    redis.flush()
+    redis = own_redis  # stopped and started again here: not the run's shared one
     store = RedisTaskStore(redis.url)
     record = new("alice", owner="proc-a", lease=60)
     await store.create(record)

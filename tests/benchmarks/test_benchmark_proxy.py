@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from wire_helpers import ROOT, child_env
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.network]
 
 #: First use builds two venvs; after that the run takes about half a minute.
 BOUND_SECONDS = 900

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from mcpserve import Client, MCPError
 from mcpserve.cli import main
+from redis_server import RedisServer
 from wire_helpers import child_env, decode_reply, encode, http_server_process, mcp_headers, request
 
 FIRST = """
@@ -67,6 +68,7 @@ def tool_names(url: str) -> list[str] | None:
     return [tool["name"] for tool in decode_reply("tools/list", response).result["tools"]]
 
 
+@pytest.mark.subprocess
 def test_reload_restarts_the_http_server_when_the_target_file_changes(tmp_path: Path) -> None:
     folder = tmp_path / "app"
     folder.mkdir()
@@ -89,6 +91,7 @@ def test_reload_restarts_the_http_server_when_the_target_file_changes(tmp_path: 
 RESTARTED = "The server restarted (its source changed); send the request again"
 
 
+@pytest.mark.subprocess
 async def test_reload_over_stdio_keeps_the_clients_pipes_across_restarts(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
@@ -113,6 +116,7 @@ async def test_reload_over_stdio_keeps_the_clients_pipes_across_restarts(tmp_pat
     assert result["content"] == [{"type": "text", "text": "two"}]
 
 
+@pytest.mark.subprocess
 async def test_reload_over_stdio_keeps_a_handshake_era_session(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
@@ -157,6 +161,7 @@ async def test_reload_over_stdio_keeps_a_handshake_era_session(tmp_path: Path) -
         await asyncio.wait_for(process.wait(), 20)
 
 
+@pytest.mark.subprocess
 async def test_reload_over_stdio_answers_while_the_new_source_does_not_import(
     tmp_path: Path,
 ) -> None:
@@ -209,12 +214,14 @@ async def greeting_of(app: Path, env_file: Path, **env: str) -> dict[str, str]:
     return result["structuredContent"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.subprocess
 async def test_env_file_variables_are_set_before_the_target_is_imported(tmp_path: Path) -> None:
     app, env_file = env_app(tmp_path)
     greeting = await greeting_of(app, env_file)
     assert greeting == {"at_import": "hello", "now": "hello", "quoted": "a # b"}
 
 
+@pytest.mark.subprocess
 async def test_env_file_leaves_a_variable_the_environment_already_has(tmp_path: Path) -> None:
     app, env_file = env_app(tmp_path)
     greeting = await greeting_of(app, env_file, SHELF_GREETING="from the shell")
@@ -254,6 +261,7 @@ def restore_imports() -> Iterator[None]:
     sys.path[:] = path
 
 
+@pytest.mark.subprocess
 def test_dev_serves_the_page_and_the_endpoint_from_one_process(tmp_path: Path) -> None:
     app = tmp_path / "app.py"
     app.write_text(FIRST)
@@ -295,6 +303,7 @@ Path(os.environ["LIFESPAN_MARK"]).write_text("started")
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "command",
     [
@@ -364,6 +373,7 @@ def workers_command(app: Path) -> list[str]:
             "--workers", "2"]  # fmt: skip
 
 
+@pytest.mark.subprocess
 def test_several_workers_serving_the_handshake_era_without_shared_sessions_are_refused(
     tmp_path: Path,
 ) -> None:
@@ -388,6 +398,7 @@ def test_several_workers_serving_the_handshake_era_without_shared_sessions_are_r
     assert not mark.exists()
 
 
+@pytest.mark.subprocess
 def test_several_workers_start_when_the_handshake_era_is_off(tmp_path: Path) -> None:
     from mcpserve.protocol.request_state import generate_key
 
@@ -398,16 +409,15 @@ def test_several_workers_start_when_the_handshake_era_is_off(tmp_path: Path) -> 
         assert tool_names(served.url) == ["first"]
 
 
-def test_several_workers_start_with_sessions_in_redis(tmp_path: Path) -> None:
+@pytest.mark.subprocess
+def test_several_workers_start_with_sessions_in_redis(tmp_path: Path, redis: RedisServer) -> None:
     from mcpserve.protocol.request_state import generate_key
-    from redis_server import redis_server
 
     app = tmp_path / "shared.py"
     app.write_text(FIRST)
-    with redis_server(tmp_path) as redis:
-        env = {"MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": redis.url}
-        with http_server_process(tmp_path, args=workers_command(app), env=env) as served:
-            assert tool_names(served.url) == ["first"]
+    env = {"MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": redis.url}
+    with http_server_process(tmp_path, args=workers_command(app), env=env) as served:
+        assert tool_names(served.url) == ["first"]
 
 
 def test_run_help_says_reload_works_over_stdio_and_http() -> None:

@@ -114,6 +114,7 @@ def test_a_nullable_field_is_asked_for_as_its_type(shipping: str) -> None:
     assert result.stderr.count("The server asks: Ship it where?") == 1
 
 
+@pytest.mark.subprocess
 def test_the_refusal_over_stdio_ends_the_call(shipping: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mcpserve.cli", "call", shipping, "ship", "--stdio"],

@@ -519,12 +519,14 @@ def call_where(module: str, shelf: str) -> tuple[int, dict[str, Any], str]:
     return process.pid, json.loads(stdout), stderr
 
 
+@pytest.mark.subprocess
 def test_call_with_stdio_runs_the_tool_in_a_child_process_of_the_command(shelf: str) -> None:
     pid, where, stderr = call_where("mcpserve.cli", shelf)
     assert where["parent"] == pid
     assert "Starting shelf_app.py over stdio..." in stderr
 
 
+@pytest.mark.subprocess
 def test_python_dash_m_mcpserve_is_the_same_command(shelf: str) -> None:
     pid, where, _ = call_where("mcpserve", shelf)
     assert where["parent"] == pid  # the command ran the server
@@ -536,6 +538,7 @@ def test_python_dash_m_mcpserve_is_the_same_command(shelf: str) -> None:
     }
 
 
+@pytest.mark.subprocess
 def test_an_elicitation_over_stdio_is_answered_at_the_terminal(asking: str) -> None:
     done = run_cli("call", asking, "lend", "--stdio", input="accept\nLin\n2\nno\nnorth\n\n")
     assert done.returncode == 0, done.stderr
@@ -544,6 +547,7 @@ def test_an_elicitation_over_stdio_is_answered_at_the_terminal(asking: str) -> N
     }  # fmt: skip
 
 
+@pytest.mark.subprocess
 def test_a_target_that_fails_over_stdio_shows_its_own_error_then_the_fix(
     write: Callable[[str, str], Path],
 ) -> None:
@@ -555,6 +559,7 @@ def test_a_target_that_fails_over_stdio_shows_its_own_error_then_the_fix(
         f"run {path})" in done.stderr  # fmt: skip
 
 
+@pytest.mark.subprocess
 def test_call_inspect_and_read_reach_a_running_server_by_its_url(tmp_path: Path) -> None:
     from wire_helpers import http_server_process
 
@@ -672,12 +677,14 @@ def test_without_log_level_no_log_message_is_asked_for(logs: str) -> None:
     assert log_lines(result.stderr) == ""
 
 
+@pytest.mark.subprocess
 def test_log_level_over_stdio(logs: str) -> None:
     done = run_cli("call", logs, "work", "--stdio", "--log-level", "debug")
     assert done.returncode == 0, done.stderr
     assert log_lines(done.stderr) == "[debug] looking closely\n" + SHOWN_AT_INFO
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("era", ["2026-07-28", "handshake"])
 def test_log_level_at_a_url_in_either_era(logs: str, tmp_path: Path, era: str) -> None:
     """2026-07-28: the level goes in each request's ``_meta``; the handshake era: in
@@ -760,6 +767,7 @@ def test_inspect_json_keeps_the_tools_as_the_server_listed_them(jobs: str) -> No
     assert all("execution" not in tool for tool in found["tools"])
 
 
+@pytest.mark.subprocess
 def test_inspect_over_stdio_says_the_server_runs_tasks_it_cannot_name(jobs: str) -> None:
     """The 2026-07-28 tasks extension lists no per-tool field: only the capability shows."""
     done = run_cli("inspect", jobs, "--stdio")

@@ -89,6 +89,7 @@ def served(*args: str) -> Iterator[str]:
             process.stdout.close()
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("version", [None, LEGACY], ids=["client-modern", "client-legacy"])
 async def test_a_command_after_the_dashes_is_proxied_over_stdio(version: str | None) -> None:
     async with over_stdio("--", *UPSTREAM, protocol_version=version, on_elicit=name_ada) as client:
@@ -98,6 +99,7 @@ async def test_a_command_after_the_dashes_is_proxied_over_stdio(version: str | N
         assert text(await client.call_tool("greet")) == "Hello, Ada!"
 
 
+@pytest.mark.subprocess
 async def test_a_url_is_proxied_over_http_with_the_upstreams_own_headers(
     upstream_http: HTTPServerProcess,
 ) -> None:
@@ -108,6 +110,7 @@ async def test_a_url_is_proxied_over_http_with_the_upstreams_own_headers(
     assert seen["x-api-key"] == "proxy-key"
 
 
+@pytest.mark.subprocess
 async def test_named_upstreams_make_a_gateway_with_namespaces() -> None:
     members = ["--upstream", f"own={' '.join(UPSTREAM)}", "--upstream", f"sdk={' '.join(OFFICIAL)}"]
     async with over_stdio(*members, on_elicit=name_ada) as client:
@@ -125,6 +128,7 @@ async def test_named_upstreams_make_a_gateway_with_namespaces() -> None:
     assert note["params"]["uri"] == "own+file:///a.txt"
 
 
+@pytest.mark.subprocess
 async def test_a_config_file_names_the_gateways_members(tmp_path: Path) -> None:
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": {
@@ -138,6 +142,7 @@ async def test_a_config_file_names_the_gateways_members(tmp_path: Path) -> None:
         assert client.server_info["name"] == "gateway"
 
 
+@pytest.mark.subprocess
 def test_an_unreachable_upstream_stops_the_command_with_its_reason() -> None:
     done = subprocess.run([*PROXY, "--", str(ROOT / "no-such-server")], cwd=str(ROOT),
                           env=child_env(), input=b"", capture_output=True, timeout=60)  # fmt: skip

@@ -36,7 +36,7 @@ from mcpserve.protocol.jsonrpc import JSONDict
 HERE = Path(__file__).resolve()
 ALL_KINDS = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
 SHAPES = ["async", "plain", "blocking"]
-TRANSPORTS = ["memory", "stdio"]
+TRANSPORTS = ["memory", pytest.param("stdio", marks=pytest.mark.subprocess)]
 
 
 class Name(BaseModel):

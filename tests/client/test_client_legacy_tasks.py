@@ -28,6 +28,8 @@ import npm_cache
 from mcpserve import Client, TaskCancelled, TaskHandle
 from wire_helpers import SUPPORT, TIMEOUT, free_port
 
+pytestmark = [pytest.mark.subprocess, pytest.mark.node]
+
 SOURCE = SUPPORT / "ts_legacy_tasks"
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
 RELATED_TASK = "io.modelcontextprotocol/related-task"

@@ -26,9 +26,8 @@ import os
 import socket
 import stat
 import sys
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,8 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx2
 import pytest
 import pytest_asyncio
-import uvicorn
 
+from http_serving import serve_asgi
 from mcpserve import Client, ClientCredentials, Context, MCPError, OAuth, Server
 from mcpserve.auth import JWTVerifier, ResourceServer
 from mcpserve.client.oauth import (
@@ -50,7 +49,7 @@ from mcpserve.client.oauth import (
 from oidc_server import AuthorizationServer, authorization_server, drive_login
 from wire_helpers import SUPPORT, child_env, free_port
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.subprocess, pytest.mark.node]
 
 READ, WRITE = "notes:read", "notes:write"
 REDIRECT = "http://127.0.0.1:49153/callback"  # nobody listens: the login stops there
@@ -79,31 +78,6 @@ def build_server(url: str, issuer: str) -> Server:
         return "purged"
 
     return server
-
-
-@contextlib.contextmanager
-def serving(server: Server, sock: socket.socket) -> Iterator[None]:
-    """``server`` over Streamable HTTP on the bound ``sock``, in a thread; always stopped."""
-    config = uvicorn.Config(server.http_app(), lifespan="on", log_config=None, access_log=False)
-    uv = uvicorn.Server(config)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=lambda: loop.run_until_complete(uv.serve(sockets=[sock])),
-                              daemon=True)  # fmt: skip
-    thread.start()
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not uv.started:
-            assert thread.is_alive(), "the MCP server stopped before serving"
-            assert time.monotonic() < deadline, "the MCP server did not start"
-            time.sleep(0.005)
-        yield
-    finally:
-        uv.should_exit = True
-        thread.join(START_TIMEOUT)
-        if thread.is_alive():
-            uv.force_exit = True
-            thread.join(START_TIMEOUT)
-        loop.close()
 
 
 def build_server_naming_more(url: str, issuer: str) -> Server:
@@ -156,8 +130,8 @@ async def stack() -> AsyncIterator[Stack]:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
         names_more = f"http://127.0.0.1:{other.getsockname()[1]}/mcp"
         with (
-            serving(build_server(url, issuer), sock),
-            serving(build_server_naming_more(names_more, issuer), other),
+            serve_asgi(build_server(url, issuer).http_app(), sock=sock),
+            serve_asgi(build_server_naming_more(names_more, issuer).http_app(), sock=other),
         ):
             resources = [url, names_more]
             async with authorization_server(resources, [READ, WRITE], port=issuer_port) as oidc:

@@ -17,6 +17,8 @@ import pytest
 from mcpserve import Client
 from wire_helpers import ROOT, SERVERS, TIMEOUT, child_env
 
+pytestmark = pytest.mark.subprocess
+
 UPSTREAM = [sys.executable, str(SERVERS / "proxy_upstream.py")]
 GARBAGE = [sys.executable, str(SERVERS / "proxy_garbage.py")]
 

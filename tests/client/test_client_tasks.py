@@ -2,7 +2,7 @@
 returns, against ``tests/support/servers/tasks.py`` (2026-07-28, the tasks extension).
 
 Every behaviour runs in memory and over real HTTP (the server as a subprocess on
-127.0.0.1), with the tasks kept in memory and in Redis (``tests/support/redis_server.py``). The
+127.0.0.1), with the tasks kept in memory and in Redis (the run's ``redis`` fixture). The
 server's ``pollIntervalMs`` is 10 ms here so that polling takes no time; the tests of
 ``result(listen=True)`` use a server that asks for a minute between polls, so only its
 notifications can bring the end in time.
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from mcpserve import Client, MCPError, MethodNotFound, Server, TaskCancelled, TaskHandle
-from redis_server import RedisServer, redis_server
+from redis_server import REDIS_PARAM, RedisServer
 from servers import tasks as app
 from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, http_server_process
 
@@ -30,13 +30,7 @@ FAST_POLL_MS = 10
 SLOW_POLL_MS = 60_000
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module", params=["memory", "redis"])
+@pytest.fixture(scope="module", params=["memory", REDIS_PARAM])
 def store(request: pytest.FixtureRequest) -> str:
     if request.param == "memory":
         return "memory://"
@@ -80,7 +74,7 @@ def over_http(url: str) -> Connect:
     return connect
 
 
-@pytest.fixture(params=["memory", "http"])
+@pytest.fixture(params=["memory", pytest.param("http", marks=pytest.mark.subprocess)])
 def connect(request: pytest.FixtureRequest, store: str) -> Connect:
     """``async with connect(**client_options) as client``: the server in memory, or over HTTP."""
     if request.param == "memory":
@@ -256,7 +250,7 @@ def slow_polling_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HT
         yield srv
 
 
-@pytest.fixture(params=["memory", "http"])
+@pytest.fixture(params=["memory", pytest.param("http", marks=pytest.mark.subprocess)])
 def connect_slow(request: pytest.FixtureRequest) -> Connect:
     """A server whose tasks ask for a minute between polls."""
     if request.param == "memory":
@@ -302,6 +296,7 @@ async def test_a_server_without_the_extension_answers_the_call() -> None:
         assert text(await handle.result()) == "hi"
 
 
+@pytest.mark.subprocess
 async def test_a_handshake_era_client_of_an_mcpserve_server_gets_the_answer(tmp_path: Path) -> None:
     """mcpserve offers no 2025-11-25 tasks, so the call goes as an ordinary one."""
     with served_tasks(tmp_path, "memory://", FAST_POLL_MS) as server:

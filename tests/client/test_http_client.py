@@ -29,6 +29,8 @@ from mcpserve import Client
 from mcpserve.client.http import HTTPConnection
 from wire_helpers import SUPPORT, HTTPServerProcess, http_server_process, wait_for_file
 
+pytestmark = pytest.mark.subprocess
+
 THIS = Path(__file__).resolve()
 ERAS = ["2026-07-28", "2025-11-25"]
 

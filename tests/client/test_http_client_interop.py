@@ -48,6 +48,7 @@ def text(result: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- x-mcp-header
 
 
+@pytest.mark.subprocess
 async def test_annotated_arguments_are_mirrored_into_headers(basic: HTTPServerProcess) -> None:
     sent: list[httpx2.Request] = []
 
@@ -65,6 +66,7 @@ async def test_annotated_arguments_are_mirrored_into_headers(basic: HTTPServerPr
     assert (shard["mcp-param-shard"], shard["mcp-param-flag"]) == ("7", "true")
 
 
+@pytest.mark.subprocess
 async def test_a_call_to_a_tool_never_listed_lists_the_tools_and_goes_again(
     basic: HTTPServerProcess,
 ) -> None:
@@ -109,6 +111,7 @@ def test_tools_with_invalid_annotations_are_left_out_of_the_list() -> None:
     assert headers.params("good", {"p": None}) == {}
 
 
+@pytest.mark.subprocess
 async def test_an_error_the_server_answers_raises_mcp_error(basic: HTTPServerProcess) -> None:
     async with Client(basic.url) as client:
         with pytest.raises(MCPError) as raised:
@@ -119,6 +122,7 @@ async def test_an_error_the_server_answers_raises_mcp_error(basic: HTTPServerPro
 # --------------------------------------------------------------------------- the official SDK
 
 
+@pytest.mark.subprocess
 async def test_the_official_python_sdk_server_is_spoken_to_in_2026_07_28(
     official: HTTPServerProcess,
 ) -> None:
@@ -131,6 +135,7 @@ async def test_the_official_python_sdk_server_is_spoken_to_in_2026_07_28(
     assert [h[0] for h in heard] == [1, 2, 3]
 
 
+@pytest.mark.subprocess
 async def test_the_official_python_sdk_server_is_spoken_to_in_the_handshake_era(
     official: HTTPServerProcess,
 ) -> None:

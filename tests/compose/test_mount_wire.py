@@ -35,6 +35,8 @@ from wire_helpers import (
     wait_for_file,
 )
 
+pytestmark = pytest.mark.subprocess
+
 MOUNTED = SERVERS / "mounted.py"
 ERAS = ["2026-07-28", "2025-11-25"]
 

@@ -9,14 +9,11 @@ FastAPI does not write: OpenAPI 3.0 ``nullable``, ``$ref`` cycles, odd operation
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -24,13 +21,13 @@ from typing import Annotated, Any
 import httpx2
 import jsonschema
 import pytest
-import uvicorn
 from fastapi import Body, Cookie, FastAPI, Form, Header, HTTPException, Request
 from fastapi.responses import PlainTextResponse
 from mcp import Client as SDKClient
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, Field
 
+from http_serving import serve_asgi
 from mcpserve import Client, Server, fetch_openapi
 from mcpserve.testing import serve_http
 
@@ -134,33 +131,9 @@ def outage() -> None:
     raise HTTPException(503, "The warehouse is down. " * 100)
 
 
-@contextlib.contextmanager
-def serve_api(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port in a thread; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, lifespan="off", log_config=None, access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + TIMEOUT
-        while not server.started:
-            assert thread.is_alive(), "the API stopped before serving"
-            assert time.monotonic() < deadline, "the API did not start in time"
-            time.sleep(0.005)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(TIMEOUT)
-        sock.close()
-        assert not thread.is_alive(), "the API did not stop in time"
-
-
 @pytest.fixture(scope="module")
 def api_url() -> Iterator[str]:
-    with serve_api(api) as url:
+    with serve_asgi(api, lifespan="off") as url:
         yield url
 
 
@@ -938,6 +911,7 @@ except ModuleNotFoundError as exc:
 """
 
 
+@pytest.mark.subprocess
 def test_without_httpx_the_error_names_the_http_extra() -> None:
     done = subprocess.run([sys.executable, "-c", WITHOUT_HTTPX], capture_output=True,
                           text=True, timeout=30, check=True)  # fmt: skip

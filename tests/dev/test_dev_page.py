@@ -46,6 +46,8 @@ from mcpserve import (
 )
 from wire_helpers import SUPPORT
 
+pytestmark = [pytest.mark.subprocess, pytest.mark.browser]
+
 HERE = Path(__file__).resolve()
 STARTUP = 20.0
 

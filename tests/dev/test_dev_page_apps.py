@@ -22,6 +22,8 @@ from browser import INSTALL_HINT, Browser, find_chromium
 from ext_apps_host import apps_server, install, serving
 from wire_helpers import free_port
 
+pytestmark = [pytest.mark.subprocess, pytest.mark.browser, pytest.mark.node]
+
 ERAS = ["modern", "handshake"]
 
 

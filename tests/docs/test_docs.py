@@ -291,6 +291,7 @@ def test_the_python_blocks_of_a_document_run_in_order(
 TUTORIAL = next(doc for doc in DOCUMENTS if doc.name == "tutorial.md")
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", ["strict", "auto"])
 def test_the_tutorials_tests_pass_under_pytest_asyncio_in_strict_and_auto_mode(
     mode: str, tmp_path: Path

@@ -18,11 +18,14 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
 from test_docs import TUTORIAL
 
 import mcpserve
 from markdown_blocks import ROOT, blocks
 from mcpserve import Client
+
+pytestmark = pytest.mark.subprocess
 
 TIMEOUT = 120
 README = ROOT / "README.md"

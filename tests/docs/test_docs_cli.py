@@ -54,7 +54,7 @@ from docs_stand_ins import StandIns, running_stand_ins, write_servers_json, writ
 from transcripts import Command, Terminal, Transcript, shows, transcripts
 from wire_helpers import ROOT, encode, free_port, mcp_headers, request
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.subprocess, pytest.mark.node]
 
 DOCS = ROOT / "docs"
 SHOWN_PORT = "8000"

@@ -96,6 +96,7 @@ async def test_notes_demo_validates_arguments_before_touching_the_database(
     assert "title" in result["content"][0]["text"]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("version", [None, "2025-11-25"], ids=["2026-07-28", "2025-11-25"])
 async def test_notes_summarize_completes_the_topics_it_finds_notes_about(
     tmp_path: Path, version: str | None
@@ -197,6 +198,7 @@ def test_sqlite_notes_defaults_to_a_file_in_the_temporary_directory(
     assert sqlite_notes.DEFAULT_PATH.parent == Path(tempfile.gettempdir())
 
 
+@pytest.mark.subprocess
 async def test_sqlite_notes_over_stdio_keeps_notes_across_processes(tmp_path: Path) -> None:
     db = str(tmp_path / "notes.db")
     async with stdio_client("sqlite_notes.py", SQLITE_NOTES_DB=db) as client:
@@ -323,6 +325,7 @@ async def test_files_refuses_an_absolute_path_and_listing_outside(
         assert await client.complete(file_ref(), "path", "../") == {"values": []}
 
 
+@pytest.mark.subprocess
 async def test_files_over_stdio(tree: Path) -> None:
     async with stdio_client("files.py", FILES_ROOT=str(tree)) as client:
         listed = await within(client.call_tool("list_files", {"directory": "docs"}))
@@ -443,6 +446,7 @@ async def test_confirm_refuses_what_it_cannot_or_should_not_do(
     assert balances["structuredContent"] == {"checking": "1200.00", "savings": "5000.00"}
 
 
+@pytest.mark.subprocess
 async def test_confirm_over_stdio() -> None:
     yes = answering({"action": "accept", "content": {"confirm": True}})
     client = Client.stdio(
@@ -488,6 +492,7 @@ def test_fastapi_app_mounts_the_server_beside_its_routes(fastapi_app: ModuleType
     assert "/mcp-app" in paths
 
 
+@pytest.mark.subprocess
 async def test_fastapi_app_under_uvicorn_serves_health_and_mcp(tmp_path: Path) -> None:
     # The command the example's docstring gives, run from the repository root.
     command = [sys.executable, "-m", "uvicorn", "fastapi_app:app", "--app-dir", "examples",
@@ -522,6 +527,7 @@ async def test_fastapi_app_under_uvicorn_serves_health_and_mcp(tmp_path: Path) -
 # --------------------------------------------------------------------------- openapi_inventory.py
 
 
+@pytest.mark.subprocess
 async def test_openapi_inventory_serves_the_apis_operations_as_tools_over_stdio() -> None:
     async with stdio_client("openapi_inventory.py") as client:
         tools = {tool["name"]: tool for tool in await within(client.list_tools())}
@@ -583,6 +589,7 @@ async def test_skills_example_lists_its_skills_and_serves_each_file_as_its_diges
     assert [child["name"] for child in templates["resources"]] == ["release-notes.md"]
 
 
+@pytest.mark.subprocess
 async def test_skills_example_over_stdio() -> None:
     async with stdio_client("skills.py") as client:
         listed = await within(client.request("skills/list"))
@@ -647,6 +654,7 @@ async def test_apps_rolls_and_spells_the_dice_out_only_for_clients_without_apps(
     assert refused["isError"] is True
 
 
+@pytest.mark.subprocess
 async def test_apps_over_stdio() -> None:
     async with stdio_client("apps.py") as client:
         listed = await within(client.list_resources())

@@ -24,6 +24,8 @@ import pytest
 from browser import INSTALL_HINT, Browser, find_chromium
 from ext_apps_host import apps_server, install
 
+pytestmark = [pytest.mark.subprocess, pytest.mark.browser, pytest.mark.node]
+
 VIEW = "document.querySelector('h1')?.textContent === 'Greeter'"
 CLICK_AGAIN = (
     "document.querySelector('#again') ? (document.querySelector('#again').click(), true) : null"

@@ -940,6 +940,7 @@ def http_skills(tree: Path, tmp_path: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{served.port}"
 
 
+@pytest.mark.subprocess
 async def test_over_http_skills_list_get_read_and_directory_read_answer_as_in_memory(
     http_skills: str,
 ) -> None:
@@ -981,6 +982,7 @@ async def test_over_http_skills_list_get_read_and_directory_read_answer_as_in_me
         ]
 
 
+@pytest.mark.subprocess
 async def test_a_handshake_era_session_reads_skill_files_but_has_no_skills_methods(
     http_skills: str,
 ) -> None:
@@ -1010,6 +1012,7 @@ async def test_a_handshake_era_session_reads_skill_files_but_has_no_skills_metho
             assert answer["error"]["code"] == -32601
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_the_official_client_reads_a_skill_as_resources_in_both_eras(
     http_skills: str, mode: str

@@ -15,7 +15,7 @@ import sys
 import time
 import tracemalloc
 import types
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import pytest
 from legacy_schema import initialize_message
 from mcpserve import Auth
 from mcpserve.extensions.tasks.records import MemoryTaskStore, TaskRecord, TooManyTasks
-from redis_server import RedisServer, redis_server
+from redis_server import REDIS_PARAM, RedisServer
 from servers import tasks as app
 from wire_helpers import (
     META,
@@ -96,13 +96,7 @@ class Tasks:
         return task
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", REDIS_PARAM])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Every wire test runs against each store, named as a user names it."""
     if request.param == "memory":
@@ -468,6 +462,7 @@ async def test_another_principals_task_is_not_found() -> None:
 # -- notifications on subscriptions/listen ---------------------------------------------------
 
 
+@pytest.mark.subprocess
 async def test_listen_for_task_ids_gets_every_status(tmp_path: Path) -> None:
     """Over a real HTTP server (the listen is a stream that stays open)."""
     with http_server_process(tmp_path, args=[sys.executable, str(SERVERS / "tasks.py")]) as srv:
@@ -621,6 +616,7 @@ class StdioTasks:
         return task
 
 
+@pytest.mark.subprocess
 async def test_every_state_over_stdio() -> None:
     process = await StdioProcess.start([sys.executable, str(SERVERS / "tasks.py")])
     try:
@@ -714,6 +710,7 @@ def _served_tasks(tmp_path: Path, env: dict[str, str]) -> Any:
                                env=env)  # fmt: skip
 
 
+@pytest.mark.subprocess
 async def test_two_processes_on_redis_share_tasks(tmp_path: Path, redis: RedisServer) -> None:
     """Created on one process, read, answered and cancelled through the other."""
     redis.flush()
@@ -739,6 +736,7 @@ async def test_two_processes_on_redis_share_tasks(tmp_path: Path, redis: RedisSe
             assert cancelled["taskId"] == held["taskId"]
 
 
+@pytest.mark.subprocess
 async def test_sqlite_tasks_survive_a_restart(tmp_path: Path) -> None:
     """A finished task is still there after a restart; one that was running when its
     process died reads failed once its lease has passed."""

@@ -668,6 +668,7 @@ async def retry_across_processes(keys_one: str, keys_two: str) -> tuple[str, str
     return pid_one, pid_two, outcome
 
 
+@pytest.mark.subprocess
 async def test_state_from_one_process_completes_on_another_sharing_the_key():
     shared = generate_key()
     pid_one, pid_two, result = await retry_across_processes(shared, shared)
@@ -675,6 +676,7 @@ async def test_state_from_one_process_completes_on_another_sharing_the_key():
     assert text_of(result) == f"Hello, Alice! (pid {pid_two})"
 
 
+@pytest.mark.subprocess
 async def test_state_from_one_process_is_rejected_by_another_with_its_own_key():
     # An empty MCPSERVE_STATE_KEYS means "not configured": each process picks a random key.
     pid_one, pid_two, outcome = await retry_across_processes("", "")

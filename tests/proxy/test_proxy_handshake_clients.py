@@ -43,8 +43,10 @@ from mcp.types import (
 from mcpserve import Client, Server
 from mcpserve.proxy import Proxy, Upstream
 from mcpserve.testing import serve_http
-from ts_client import install, node_binary, ts_client
+from ts_client import ts_client
 from wire_helpers import ROOT, SERVERS, TIMEOUT, HTTPServerProcess, child_env, http_server_process
+
+pytestmark = pytest.mark.subprocess
 
 OFFICIAL = [sys.executable, str(SERVERS / "proxy_upstream_official.py")]
 OWN = [sys.executable, str(SERVERS / "proxy_upstream.py")]
@@ -211,11 +213,6 @@ async def test_the_proxy_command_over_stdio_carries_the_upstreams_questions(
 
 
 # ----------------------------------------------------------------------------- the TypeScript SDK
-
-
-@pytest.fixture(scope="session")
-def ts_install() -> tuple[str, Path]:
-    return node_binary(), install()
 
 
 async def test_the_typescript_client_in_legacy_mode_is_asked_through_the_proxy(

@@ -28,8 +28,10 @@ from mcp.types import ElicitResult, TextContent, TextResourceContents
 
 from mcpserve import Server
 from mcpserve.testing import serve_http
-from ts_client import install, node_binary, ts_client
+from ts_client import ts_client
 from wire_helpers import ROOT, SERVERS, TIMEOUT, HTTPServerProcess, http_server_process
+
+pytestmark = pytest.mark.subprocess
 
 OFFICIAL = [sys.executable, str(SERVERS / "proxy_upstream_official.py")]
 MCPSERVE = [sys.executable, str(SERVERS / "proxy_upstream.py")]
@@ -152,11 +154,6 @@ async def test_the_official_upstreams_list_change_reaches_the_official_client(
 
 
 # ----------------------------------------------------------------------------- the TypeScript SDK
-
-
-@pytest.fixture(scope="session")
-def ts_install() -> tuple[str, Path]:
-    return node_binary(), install()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,8 +18,8 @@ from typing import Any
 
 import httpx2
 import pytest
-import uvicorn
 
+from http_serving import serve_asgi_here
 from mcpserve import Auth, Client, Server
 from mcpserve.proxy.wire import UpstreamError, clean_result
 from servers import tasks as app
@@ -45,23 +44,8 @@ def call(tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[
 @asynccontextmanager
 async def served(server: Server) -> AsyncIterator[str]:
     """``server`` over HTTP on a free port, in this event loop; its URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(server.http_app(), lifespan="on", log_config=None, access_log=False)
-    web = uvicorn.Server(config)
-    serving = asyncio.create_task(web.serve(sockets=[sock]))
-    deadline = time.monotonic() + TIMEOUT
-    while not web.started:
-        assert not serving.done(), serving.exception()
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        web.should_exit = True
-        await asyncio.wait_for(serving, TIMEOUT)
-        sock.close()
+    async with serve_asgi_here(server.http_app()) as base:
+        yield f"{base}/mcp"
 
 
 class Wire:

@@ -37,6 +37,8 @@ from wire_helpers import (
     wait_for_file,
 )
 
+pytestmark = pytest.mark.subprocess
+
 UPSTREAM = [sys.executable, str(SERVERS / "proxy_upstream.py")]
 GARBAGE = [sys.executable, str(SERVERS / "proxy_garbage.py")]
 LEGACY = "2025-11-25"

@@ -528,6 +528,7 @@ async def test_a_host_that_enters_the_lifespan_itself_gets_no_warning(
     assert not [r for r in caplog.records if "did not run" in r.getMessage()]
 
 
+@pytest.mark.subprocess
 def test_the_lifespan_state_is_typed_for_mypy(tmp_path: Path) -> None:
     source = tmp_path / "typed_app.py"
     source.write_text(

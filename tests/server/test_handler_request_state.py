@@ -77,6 +77,7 @@ def text(response: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------ wire
 
 
+@pytest.mark.subprocess
 async def test_the_handlers_state_goes_out_verbatim(wire: Wire) -> None:
     first = (await wire.call("resolve", {"item": 7}))["result"]
     assert first["resultType"] == "input_required"
@@ -94,6 +95,7 @@ async def test_the_handlers_state_goes_out_verbatim(wire: Wire) -> None:
     assert text(done) == "item 7: Duplicate of 42 (state 'item=7;resolution=Duplicate')"
 
 
+@pytest.mark.subprocess
 async def test_whatever_the_client_sends_back_reaches_the_handler_unverified(wire: Wire) -> None:
     made_up = "item=7;resolution=Made up by the client ✓"
     answer = {"duplicate": {"action": "accept", "content": {"duplicate_of": 1}}}
@@ -102,6 +104,7 @@ async def test_whatever_the_client_sends_back_reaches_the_handler_unverified(wir
     assert text(done) == f"item 7: Made up by the client ✓ of 1 (state {made_up!r})"
 
 
+@pytest.mark.subprocess
 async def test_a_sealed_looking_state_is_not_opened_for_the_handler(wire: Wire) -> None:
     """A state mcpserve sealed for another tool means nothing here: the handler gets it as
     text (and, finding no resolution in it, asks again), no -32602."""
@@ -111,6 +114,7 @@ async def test_a_sealed_looking_state_is_not_opened_for_the_handler(wire: Wire) 
     assert asked["result"]["requestState"] == "item=3"
 
 
+@pytest.mark.subprocess
 async def test_a_handler_that_sets_no_state_hands_out_none(wire: Wire) -> None:
     first = (await wire.call("stateless"))["result"]
     assert first["resultType"] == "input_required"
@@ -119,6 +123,7 @@ async def test_a_handler_that_sets_no_state_hands_out_none(wire: Wire) -> None:
     assert text(done) == "answered (state 'anything')"
 
 
+@pytest.mark.subprocess
 async def test_a_tampered_state_on_a_sealed_tool_is_still_refused(wire: Wire) -> None:
     state = (await wire.call("sealed"))["result"]["requestState"]
     assert state.startswith("v1.")
@@ -129,6 +134,7 @@ async def test_a_tampered_state_on_a_sealed_tool_is_still_refused(wire: Wire) ->
     assert text(untouched) == "sealed Duplicate"
 
 
+@pytest.mark.subprocess
 async def test_the_handlers_own_string_is_refused_by_a_sealed_tool(wire: Wire) -> None:
     refused = await wire.call("sealed", state="item=7", responses={"resolution": DUPLICATE})
     assert refused["error"] == {"code": -32602, "message": "Invalid requestState"}

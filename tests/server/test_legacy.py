@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -46,7 +46,7 @@ from mcpserve.protocol.jsonrpc import error_response
 from mcpserve.transports.http import HTTPApp
 from mcpserve.transports.sessions import store as sessions_module
 from mcpserve.transports.stdio import StdioSession
-from redis_server import RedisServer, redis_server
+from redis_server import REDIS_PARAM, RedisServer
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION, build
 from wire_helpers import META, check_line, encode, meta, request
 
@@ -155,13 +155,7 @@ class Served:
 Serve = Callable[..., Awaitable[Served]]
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture(params=["process", "redis"])
+@pytest.fixture(params=["process", REDIS_PARAM])
 def store(request: pytest.FixtureRequest) -> str | None:
     """Where HTTP sessions live: in this process, or in a shared Redis (emptied first).
     Every HTTP test runs with both: one process must not tell them apart."""
@@ -1009,7 +1003,7 @@ async def test_idle_sessions_expire(serve: Serve, monkeypatch: pytest.MonkeyPatc
     assert (await idle.post(legacy_request(4, "ping"))).status == 404
 
 
-@pytest.mark.parametrize("store", ["redis"], indirect=True)
+@pytest.mark.parametrize("store", [REDIS_PARAM], indirect=True)
 async def test_idle_shared_sessions_expire_unless_busy(serve: Serve) -> None:
     """In Redis, a session's lease lasts ``session_idle_seconds`` from its last use, and a
     process renews it while the session is busy there (a request still running)."""

@@ -180,6 +180,7 @@ SERVER = textwrap.dedent(
 )
 
 
+@pytest.mark.subprocess
 async def test_the_warning_reaches_stderr_of_a_stdio_server(tmp_path: Path) -> None:
     script = tmp_path / "freezer.py"
     script.write_text(SERVER)

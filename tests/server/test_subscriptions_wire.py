@@ -23,6 +23,7 @@ import httpx2
 import pytest
 
 from listens import listen, open_stream, poll, tool, unique
+from redis_server import RedisServer
 from wire_helpers import (
     ROOT,
     SERVERS,
@@ -41,6 +42,8 @@ from wire_helpers import (
     stdio_server,
 )
 from wire_schema import check, check_notification, check_response
+
+pytestmark = pytest.mark.subprocess
 
 SUBS_BASIC = SERVERS / "subs_basic.py"
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -194,22 +197,18 @@ async def test_http_signal_ends_open_listens_with_their_final_result(
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 async def test_http_workers_end_open_listens_on_a_signal_and_exit(
-    tmp_path: Path, sig: signal.Signals
+    tmp_path: Path, sig: signal.Signals, redis: RedisServer
 ) -> None:
     """``mcpserve run --http --workers 2``: the supervisor stops its workers, and each ends
     its listens (final result) instead of waiting on their connections forever. The workers
     share keys and Redis, as several processes must (they refuse to start otherwise)."""
     from mcpserve.protocol.request_state import generate_key
-    from redis_server import redis_server
 
     args = [sys.executable, "-m", "mcpserve.cli", "run", str(SUBS_BASIC), "--http",
             "--port", "{port}", "--workers", "2"]  # fmt: skip
-    with (
-        redis_server(tmp_path) as redis,
-        http_server_process(tmp_path, args=args, env={
-            "MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": redis.url,
-        }) as srv,
-    ):  # fmt: skip
+    with http_server_process(tmp_path, args=args, env={
+        "MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": redis.url,
+    }) as srv:  # fmt: skip
         base = f"http://127.0.0.1:{srv.port}"
         async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as client:
             # Both workers answer, whichever gets a connection: four listens on four.

@@ -10,19 +10,16 @@ is written with the official Python SDK, ``old.js`` is a handshake-era server in
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import socket
 import sys
-import threading
-import time
 import types
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from http_serving import serve_asgi
 from oidc_server import authorization_server
 from wire_helpers import SUPPORT, free_port, http_server_process
 
@@ -107,30 +104,6 @@ class StandIns:
     env: dict[str, str]
 
 
-@contextlib.contextmanager
-def serving_in_thread(app: Any, sock: socket.socket) -> Iterator[None]:
-    """An ASGI app served by uvicorn on the bound ``sock``, in a thread; always stopped."""
-    import uvicorn
-
-    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False)
-    server = uvicorn.Server(config)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=lambda: loop.run_until_complete(server.serve([sock])),
-                              daemon=True)  # fmt: skip
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive(), "the server stopped before serving"
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.01)
-        yield
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        loop.close()
-
-
 @contextlib.asynccontextmanager
 async def running_stand_ins(folder: Path, app_source: str) -> AsyncIterator[StandIns]:
     """Every stand-in server, running until the block ends; ``app_source`` is ``app.py``."""
@@ -149,7 +122,7 @@ async def running_stand_ins(folder: Path, app_source: str) -> AsyncIterator[Stan
         protected = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
         verifier = JWTVerifier(issuer=issuer, audience=protected)
         app = module.server.http_app(auth=ResourceServer(verifier, scopes_supported=["shelf"]))
-        stack.enter_context(serving_in_thread(app, sock))
+        stack.enter_context(serve_asgi(app, sock=sock))
         command = [sys.executable, "-m", "mcpserve.cli", "run", str(folder / "tools.py"),
                    "--http", "--port", "{port}"]  # fmt: skip
         tools = stack.enter_context(http_server_process(folder / "tools", args=command))

@@ -25,6 +25,10 @@ from wire_helpers import free_port
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 
+#: The parameter value ``"redis"`` of a fixture that picks a store, marked: it needs the
+#: ``redis`` fixture, which such a fixture asks for only when given this value.
+REDIS_PARAM = pytest.param("redis", marks=pytest.mark.redis)
+
 
 def redis_server_binary() -> str:
     """The path of ``redis-server``; fails the test (never skips) when it is not installed."""

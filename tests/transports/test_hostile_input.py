@@ -30,6 +30,8 @@ from wire_helpers import (
     stdio_server,
 )
 
+pytestmark = pytest.mark.subprocess
+
 HOSTILE = SERVERS / "hostile.py"
 BIG = 2**64  # the smallest integer orjson cannot read exactly
 DEEP = 1000  # nesting the standard library's decoder cannot follow by default

@@ -1456,6 +1456,7 @@ async def real_client(real_server: HTTPServerProcess) -> AsyncIterator[httpx2.As
         yield http
 
 
+@pytest.mark.subprocess
 async def test_real_json_and_sse(real_client: httpx2.AsyncClient) -> None:
     reply = await post(real_client, call(1, "add", {"a": 5, "b": 6}))
     assert reply.status == 200
@@ -1469,6 +1470,7 @@ async def test_real_json_and_sse(real_client: httpx2.AsyncClient) -> None:
     assert "mcp-session-id" not in reply.headers
 
 
+@pytest.mark.subprocess
 async def test_real_transport_rejections(real_client: httpx2.AsyncClient) -> None:
     response = await real_client.get("/mcp", headers={"accept": "text/event-stream"})
     assert response.status_code == 405
@@ -1505,6 +1507,7 @@ async def test_real_transport_rejections(real_client: httpx2.AsyncClient) -> Non
     assert response.content == b""
 
 
+@pytest.mark.subprocess
 async def test_real_body_over_default_limit_is_413(real_client: httpx2.AsyncClient) -> None:
     body = encode(call(1, "echo", {"text": "x" * (4 * 1024 * 1024 + 10)}))
     try:
@@ -1542,6 +1545,7 @@ def _raw_http(port: int, head: bytes, body: bytes) -> bytes:
         return b"".join(chunks)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "extra",
     [
@@ -1566,6 +1570,7 @@ async def test_real_duplicate_routing_headers_are_rejected(
     check("HeaderMismatchError", message)
 
 
+@pytest.mark.subprocess
 async def test_real_huge_header_does_not_hurt_the_server(real_client: httpx2.AsyncClient) -> None:
     try:
         response = await real_client.post(
@@ -1580,6 +1585,7 @@ async def test_real_huge_header_does_not_hurt_the_server(real_client: httpx2.Asy
     assert text_of(await post(real_client, ECHO)) == "hi"
 
 
+@pytest.mark.subprocess
 async def test_real_concurrent_requests(real_client: httpx2.AsyncClient) -> None:
     async def one(i: int) -> None:
         if i % 2:
@@ -1595,6 +1601,7 @@ async def test_real_concurrent_requests(real_client: httpx2.AsyncClient) -> None
     await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(50))), 60)
 
 
+@pytest.mark.subprocess
 async def test_real_disconnect_during_sse_cancels_the_handler(
     real_server: HTTPServerProcess, real_client: httpx2.AsyncClient
 ) -> None:
@@ -1620,6 +1627,7 @@ async def test_real_disconnect_during_sse_cancels_the_handler(
     assert text_of(await post(real_client, ECHO)) == "hi"
 
 
+@pytest.mark.subprocess
 async def test_real_disconnect_during_json_request_cancels_the_handler(
     real_server: HTTPServerProcess,
 ) -> None:
@@ -1634,6 +1642,7 @@ async def test_real_disconnect_during_json_request_cancels_the_handler(
     assert await wait_for_file(real_server.marker_dir / "real-json.finally") == "cancelled=True"
 
 
+@pytest.mark.subprocess
 def test_cli_serves_http(tmp_path: Path) -> None:
     """``mcpserve run file.py:name --http --host --port`` serves the named server."""
     args = [

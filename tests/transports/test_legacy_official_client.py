@@ -48,6 +48,8 @@ from legacy_schema import LEGACY_DUAL, EraChecker, SSEParser
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION
 from wire_helpers import ROOT, SERVERS, TIMEOUT, HTTPServerProcess, check_line, http_server_process
 
+pytestmark = pytest.mark.subprocess
+
 MODES = ["legacy", "auto", "2026-07-28"]
 TAP = SERVERS / "legacy_tap.py"
 

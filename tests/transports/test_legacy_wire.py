@@ -34,6 +34,8 @@ from legacy_schema import (
 from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION
 from wire_helpers import TIMEOUT, HTTPServerProcess, http_server_process, request, wait_for_file
 
+pytestmark = pytest.mark.subprocess
+
 LEGACY_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
 ALL_CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {"listChanged": True}}
 NAME_ANSWER = {"action": "accept", "content": {"name": "Ann"}}

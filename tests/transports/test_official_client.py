@@ -34,6 +34,8 @@ from wire_helpers import (
     wait_for_file,
 )
 
+pytestmark = pytest.mark.subprocess
+
 MODES = ["2026-07-28", "auto"]
 TRANSPORTS = ["stdio", "http"]
 

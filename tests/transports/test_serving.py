@@ -20,6 +20,8 @@ import pytest
 
 from wire_helpers import SERVERS, TIMEOUT, call, http_server_process, post
 
+pytestmark = pytest.mark.subprocess
+
 SERVING = SERVERS / "serving.py"
 ACCESS_LINE = '"POST /mcp HTTP/1.1" 200'
 PER_PROCESS_KEY = "requestState is sealed with a key this process made up"

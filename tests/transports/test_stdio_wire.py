@@ -31,6 +31,8 @@ from wire_helpers import (
 )
 from wire_schema import check, check_response
 
+pytestmark = pytest.mark.subprocess
+
 
 def text_of(response: dict) -> str:
     return response["result"]["content"][0]["text"]

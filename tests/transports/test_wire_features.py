@@ -23,6 +23,8 @@ from wire_helpers import (
     stdio_server,
 )
 
+pytestmark = pytest.mark.subprocess
+
 FEATURES = SERVERS / "features.py"
 ELICITS = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
 

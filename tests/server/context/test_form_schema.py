@@ -75,6 +75,7 @@ def test_the_copied_definitions_refuse_what_a_model_used_to_produce() -> None:
     assert spec_problems({"type": "object", "properties": {"ok": {"type": "boolean"}}}) == []
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 async def test_every_form_a_model_asks_for_is_inside_the_spec_subset_on_the_wire(
     era: str,

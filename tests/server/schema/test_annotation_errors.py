@@ -295,6 +295,7 @@ ASK = Elicit("Where to?", Delivery)
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("app", "said"),
     [
