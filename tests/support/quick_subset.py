@@ -19,6 +19,7 @@ not slow kinds: they stay in the quick run.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from typing import Any
 
@@ -46,6 +47,7 @@ class _ProcessWatch:
     """Records the processes started while a quick test runs (armed only then)."""
 
     def __init__(self) -> None:
+        self.installed = False
         self.armed = False
         self.started: list[str] = []
 
@@ -71,10 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("quick"):
-        import sys
-
-        sys.addaudithook(_watch)  # for the life of the process; idle unless armed
+    if config.getoption("quick") and not _watch.installed:
+        # An audit hook stays for the life of the process (a run inside a run, with
+        # pytester, must not add a second one); it is idle unless a quick test runs.
+        sys.addaudithook(_watch)
+        _watch.installed = True
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` reads the markers
