@@ -1,5 +1,6 @@
 // Drives the official TypeScript MCP client (@modelcontextprotocol/client, pinned in
-// package.json) for tests/test_cluster.py and tests/test_auth_official_clients.py.
+// package.json) for tests/backends/test_cluster.py and
+// tests/auth/test_auth_official_clients.py.
 //
 // Line-delimited JSON on stdin and stdout: each input line is one command, each output line
 // the answer to it, {"ok": true, "result": ...} or {"ok": false, "error": {...}}, in order.
