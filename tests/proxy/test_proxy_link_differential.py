@@ -12,11 +12,12 @@ its request line, its headers but those only httpx2 sends (``user-agent``,
 
 Two servers answer. A scripted HTTP/1.1 server on asyncio
 (``tests/support/scripted_http.py``), whose every byte the test decides: JSON with a length
-or chunked in odd sizes, large bodies, event streams with LF or CRLF line ends and events
-split across reads, ``Connection: close``, a socket closed while idle, 4xx and 5xx with and
-without a JSON-RPC message. And a real mcpserve server served by uvicorn, for what the
-transport answers itself. Each case also checks what the answer is, so that two clients
-wrong the same way fail it.
+or chunked in odd sizes, large bodies, an informational answer first, a body that ends with
+the connection, event streams with LF, CRLF or CR line ends and events split across reads,
+``Connection: close``, a socket closed while idle, 4xx and 5xx with and without a JSON-RPC
+message. And a real mcpserve server served by uvicorn, for what the transport answers
+itself. Each case also checks what the answer is, so that two clients wrong the same way
+fail it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from scripted_http import (
     scripted,
     stream,
     two_data_lines,
+    until_close,
     with_length,
 )
 from wire_helpers import TIMEOUT, call, request
@@ -187,6 +189,23 @@ async def test_a_large_answer_arrives_whole(reply: Script) -> None:
     answered(await through_both(reply, one_request(ECHO)), ECHO, {"big": BIG})
 
 
+async def test_an_informational_answer_before_the_answer_is_passed_over() -> None:
+    def reply(message: dict[str, Any]) -> Reply:
+        hints = b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n"
+        return Reply([hints, *with_length(encoded(response(message))).parts])
+
+    answered(await through_both(reply, one_request(ECHO)), ECHO)
+
+
+async def test_an_answer_that_ends_with_the_connection_is_read_to_its_end() -> None:
+    async def steps(conn: Connection, upstream: Scripted) -> list[Outcome]:
+        return [await outcome(conn.request(call(i, "echo", {"text": "hi"}))) for i in (1, 2)]
+
+    run = await through_both(lambda m: until_close(encoded(response(m))), steps)
+    assert run.outcomes == [("answer", response(call(i, "echo", {"text": "hi"}))) for i in (1, 2)]
+    assert [seen.connection for seen in run.seen] == [1, 2]
+
+
 # =========================================================================== event streams
 
 
@@ -211,8 +230,16 @@ def streamed(end: bytes, split: int = 0) -> Script:
 
 @pytest.mark.parametrize(
     ("end", "split"),
-    [(b"\n", 0), (b"\r\n", 0), (b"\n", 5), (b"\r\n", 3)],
-    ids=["lf", "crlf", "lf-in-5-byte-writes", "crlf-in-3-byte-writes"],
+    [(b"\n", 0), (b"\r\n", 0), (b"\r", 0), (b"\n", 5), (b"\r\n", 3), (b"\r", 4), (b"\r\n", 1)],
+    ids=[
+        "lf",
+        "crlf",
+        "cr",
+        "lf-in-5-byte-writes",
+        "crlf-in-3-byte-writes",
+        "cr-in-4-byte-writes",
+        "crlf-a-byte-at-a-time",
+    ],
 )
 async def test_a_stream_gives_the_same_notifications_in_order_and_the_same_answer(
     end: bytes, split: int

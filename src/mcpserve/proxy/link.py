@@ -12,8 +12,10 @@ microseconds a request:
   from the ``tools/list`` results that pass by, plus the headers configured for the
   upstream. The head of a request is the same for every call of one method, name and
   version, so it is made once and kept (not for a tool whose arguments go in headers);
-* the answer is JSON (with a length, or chunked) or an event stream, whose notifications
-  go to ``on_notification`` in order while the request waits for its response;
+* the answer is JSON (with a length, chunked, or ending with the connection) or an event
+  stream (lines ended by CRLF, LF or CR), whose notifications go to ``on_notification`` in
+  order while the request waits for its response; an informational answer (1xx) before
+  it is passed over;
 * an idle socket is reused; as many are opened as requests are in flight at once, and at
   most :data:`MAX_IDLE` are kept. A reused socket the server had closed while it was idle
   is replaced, and the request sent on a new one, when not a byte of an answer came back;
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import ssl
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -54,6 +57,7 @@ MAX_IDLE = 64
 #: Request heads kept for reuse, at most (one per method, name or URI, and version).
 MAX_HEADS = 512
 _ACCEPT = b"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 class _Socket(asyncio.Protocol):
@@ -89,6 +93,11 @@ class _Socket(asyncio.Protocol):
         self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        framed = b"content-length" in self.headers or b"transfer-encoding" in self.headers
+        if exc is None and self.headers_done and not framed:
+            # A body with neither a length nor chunks ends with the connection (RFC 9112,
+            # section 6.3): this close is its end. The socket is gone all the same.
+            self.complete = True
         if self.lost is None:
             self.lost = ConnectionError(
                 f"the upstream closed the connection{f': {exc}' if exc else ''}"
@@ -105,6 +114,8 @@ class _Socket(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
+        if 100 <= self.status < 200:
+            return  # informational: the answer is the next message on this socket
         self.keep_alive = self.parser.should_keep_alive()  # read here: after the body, no more
         self.headers_done = True
 
@@ -112,6 +123,10 @@ class _Socket(asyncio.Protocol):
         self.body += body
 
     def on_message_complete(self) -> None:
+        if not self.headers_done:  # an informational answer ended: forget its headers
+            self.status = 0
+            self.headers = {}
+            return
         self.complete = True
 
     # -- waiting -------------------------------------------------------------------------------
@@ -355,21 +370,32 @@ class LeanHTTPConnection:
 
 
 async def _lines(sock: _Socket) -> AsyncGenerator[str, None]:
-    """The lines of an event stream as they arrive (LF or CRLF ends a line)."""
+    """The lines of an event stream as they arrive (CRLF, LF or CR ends a line)."""
     pending = b""
     while True:
         chunk = sock.take()
         if chunk:
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
+            lines, pending = _split_lines(pending + chunk)
             for line in lines:
-                yield line.removesuffix(b"\r").decode("utf-8", "replace")
+                yield line.decode("utf-8", "replace")
             continue
         if sock.complete:
-            if pending:
-                yield pending.removesuffix(b"\r").decode("utf-8", "replace")
+            if pending:  # the end of the stream ends its last line
+                for line in _split_lines(pending + b"\n")[0]:
+                    yield line.decode("utf-8", "replace")
             return
         await sock.wait()
+
+
+def _split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines in ``buffer``, and what follows the last of them."""
+    if b"\r" not in buffer:
+        *lines, rest = buffer.split(b"\n")
+        return lines, rest
+    *lines, rest = _LINE_END.split(buffer)
+    if not rest and buffer.endswith(b"\r"):
+        rest = lines.pop() + b"\r"  # perhaps the first half of a CRLF: wait for the next byte
+    return lines, rest
 
 
 def _json_answer(sock: _Socket, message: JSONDict) -> JSONDict:
