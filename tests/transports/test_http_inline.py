@@ -3,7 +3,7 @@
 A ``tools/call`` of a tool whose function is a plain ``def`` (and a server without
 middleware) is marked inline by ``prepare`` and answered by ``execute`` where it stands,
 without a task or a coroutine; HTTP then answers with JSON at once. Every outcome a tool
-call can have is sent three ways here (``execute`` inline, ``respond`` in a task of its own,
+call can have is sent three ways here (``execute`` inline, awaited in a task of its own,
 as a request not marked inline is served, and HTTP), and the answers must agree.
 """
 
