@@ -18,6 +18,7 @@ import ast
 import importlib
 import inspect
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -79,6 +80,13 @@ def compare_signature(where: str, name: str, shape: str, namespace: dict[str, An
         shown.append((args.kwarg.arg, "VAR_KEYWORD"))
     actual = inspect.signature(target)
     real = [(param, kind.kind.name) for param, kind in actual.parameters.items()]
+    defaults_of = {param: p.default for param, p in actual.parameters.items()}
+    typed = typed_keywords(target)
+    if typed is not None:  # **options: Unpack[SomeOptions]: the keywords the record names
+        options, keywords, defaults = typed
+        real = [entry for entry in real if entry[0] != options]
+        real += [(keyword, "KEYWORD_ONLY") for keyword in keywords]
+        defaults_of |= {keyword: defaults.get(keyword) for keyword in keywords}
     assert shown == real, f"{where}: {name} is documented as {shown}, but takes {real}"
     defaults = dict(zip([a.arg for a in args.args][::-1], args.defaults[::-1], strict=False))
     defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
@@ -89,8 +97,21 @@ def compare_signature(where: str, name: str, shape: str, namespace: dict[str, An
             continue  # an expression, such as TokenCache(): what None stands for
         if value is Ellipsis:
             continue  # "..." : a value the caller gives
-        default = actual.parameters[param].default
+        default = defaults_of[param]
         assert default == value, f"{where}: {name}'s {param} defaults to {default!r}, not {value!r}"
+
+
+def typed_keywords(target: Any) -> tuple[str, list[str], dict[str, Any]] | None:
+    """For ``**options: Unpack[SomeOptions]``: the parameter's name, the keywords the
+    TypedDict names (in order) and their defaults (its module's ``DEFAULTS``, else None)."""
+    function = target.__init__ if inspect.isclass(target) else target
+    for param in inspect.signature(function).parameters.values():
+        annotation = str(param.annotation)
+        if param.kind is param.VAR_KEYWORD and annotation.startswith("Unpack["):
+            record = function.__globals__[annotation.removeprefix("Unpack[").removesuffix("]")]
+            defaults = getattr(sys.modules[record.__module__], "DEFAULTS", {})
+            return param.name, list(record.__annotations__), dict(defaults)
+    return None
 
 
 def callable_of(name: str) -> Any:

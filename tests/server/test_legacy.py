@@ -1,6 +1,6 @@
 """Handshake-era clients (2025-11-25, 2025-06-18, 2025-03-26) on a dual-era server, in process.
 
-Three ways in, none with sockets or subprocesses: ``server.legacy.initialize`` and the
+Three ways in, none with sockets or subprocesses: ``server.handshake.initialize`` and the
 dispatcher's two steps with a session (sans-IO), a :class:`StdioSession` with a fake
 writer (stdio framing and era selection),
 and the ASGI app, driven directly so that streams can be read event by event and
@@ -234,8 +234,8 @@ async def sans_io(
 
 
 def new_session(server: Server, version: str = "2025-11-25", **capabilities: Any) -> Any:
-    assert server.legacy is not None
-    session, response = server.legacy.initialize(legacy_init(version, capabilities))
+    assert server.handshake is not None
+    session, response = server.handshake.initialize(legacy_init(version, capabilities))
     assert session is not None
     legacy_schema.check_response("initialize", response)
     return session

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
+from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
 from ..protocol.errors import InternalError, new_ref
 from ..protocol.records import Record
 from ..server.entries.entry import Pool, list_entry
@@ -47,9 +48,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpserve")
 
 #: The extension's identifier, in ``capabilities.extensions`` of either side.
-APPS_EXTENSION = "io.modelcontextprotocol/ui"
 #: The media type of an app's HTML.
-APP_MIME_TYPE = "text/html;profile=mcp-app"
 #: The flat key hosts read before ``_meta.ui.resourceUri`` existed (deprecated, still sent).
 LEGACY_RESOURCE_URI_KEY = "ui/resourceUri"
 #: What ``permissions`` may ask for, as the extension spells them.

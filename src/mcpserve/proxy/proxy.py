@@ -55,7 +55,7 @@ class Proxy:
         self.server = server
         self.upstream = upstream
         self.forwarder = Forwarder(upstream)
-        self.mirror = Mirror(server.registry, self.forwarder, upstream, lambda: server.tasks)
+        self.mirror = Mirror(server.registry, self.forwarder, upstream, server.use_tasks)
         self.changes = Changes(upstream, self.mirror, server.notify_resource_updated)
         self._watching = False
         upstream.on_question = self.forwarder.answer

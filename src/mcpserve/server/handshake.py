@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
+from ..protocol.constants import APPS_EXTENSION
 from ..protocol.core import Handler
 from ..protocol.errors import (
     InvalidParams,
@@ -73,13 +74,10 @@ class Legacy:
     def capabilities(self) -> JSONDict:
         offered = capabilities(self.registry, self.settings)
         extensions = offered.pop("extensions", None)  # negotiated on the 2026-07-28 wire
-        if extensions:
-            from ..extensions.apps import APPS_EXTENSION
-
-            # ... but the apps extension is defined for both ("docs/decisions.md", "Apps in
-            # both eras").
-            if APPS_EXTENSION in extensions:
-                offered["extensions"] = {APPS_EXTENSION: extensions[APPS_EXTENSION]}
+        # ... but the apps extension is defined for both ("docs/decisions.md", "Apps in both
+        # eras").
+        if extensions and APPS_EXTENSION in extensions:
+            offered["extensions"] = {APPS_EXTENSION: extensions[APPS_EXTENSION]}
         return offered
 
     def initialize(self, message: JSONDict) -> tuple[Session | None, JSONDict]:

@@ -1,4 +1,10 @@
-"""The method table: every 2026-07-28 method the server answers, on one screen.
+"""The method table: every method the server answers, in each era, on one screen.
+
+:meth:`Methods.table` lists them: the methods both eras share, those only the 2026-07-28
+wire has (``server/discover``, ``subscriptions/listen``) and those only a handshake-era
+session has (``ping``, ``logging/setLevel``, ``resources/subscribe`` ...). Extensions add
+theirs through the seam of :mod:`.extension`, custom methods through ``server.method``;
+:mod:`.pipeline` puts the lot together.
 
 Each handler takes the request's :class:`Context` and returns a fresh result dict; the
 dispatcher adds ``resultType`` and ``serverInfo``. A method that names a target (a tool, a
@@ -13,19 +19,20 @@ exist (``docs/decisions.md``, "Capabilities follow the registry"); the capabilit
 from __future__ import annotations
 
 import operator
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from ..protocol import constants as c
 from ..protocol.core import Handler
-from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
+from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
 from .context.context import Context
 from .entries.kinds import ResourceEntry, TemplateEntry
 from .entries.resources import CachePolicy
-from .settings import Settings, capabilities
+from .settings import Settings
 
 if TYPE_CHECKING:
-    from ..extensions.tasks.runner import Tasks
+    from ..protocol.handshake import Session
     from .entries.prompts import Prompt
     from .entries.tools import Tool
     from .registry import Registry
@@ -33,6 +40,36 @@ if TYPE_CHECKING:
 
 Result = dict[str, Any]
 MethodTable = dict[str, Handler[Context]]
+#: Which era answers a method: both, only the 2026-07-28 wire, only a handshake-era session.
+Era = Literal["both", "modern", "handshake"]
+
+
+class Method(NamedTuple):
+    """One line of the table: the handler, and the eras that answer the method."""
+
+    handler: Handler[Context]
+    era: Era = "both"
+
+
+def both(call: Any, **options: Any) -> Method:
+    return Method(Handler(call, **options), "both")
+
+
+def modern(call: Any, **options: Any) -> Method:
+    return Method(Handler(call, **options), "modern")
+
+
+def handshake(call: Any, **options: Any) -> Method:
+    return Method(Handler(call, **options), "handshake")
+
+
+def split(table: Mapping[str, Method]) -> tuple[MethodTable, MethodTable]:
+    """The table of each era: the 2026-07-28 wire's, and a handshake-era session's."""
+    modern_table = {name: m.handler for name, m in table.items() if m.era != "handshake"}
+    session_table = {name: m.handler for name, m in table.items() if m.era != "modern"}
+    return modern_table, session_table
+
+
 _NOT_CACHEABLE = CachePolicy(ttl_ms=0, scope="private")
 
 
@@ -83,54 +120,93 @@ def _resource_scopes(found: Any) -> frozenset[str]:
     return found[0].scopes  # type: ignore[no-any-return]
 
 
-def method_table(
-    registry: Registry,
-    settings: Settings,
-    subscriptions: Subscriptions,
-    supported_versions: list[str],
-    tasks: Tasks | None = None,
-) -> MethodTable:
-    """The handlers of the 2026-07-28 methods, reading ``registry`` on every request."""
+class Methods:
+    """The handlers of the core methods, reading the registry on every request."""
 
-    def list_page(kind: Any, key: str, ctx: Context, more: list[Any] | None = None) -> Result:
+    def __init__(
+        self,
+        registry: Registry,
+        settings: Settings,
+        subscriptions: Subscriptions,
+        capabilities: Callable[[], Result],
+        supported_versions: list[str],
+    ) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.subscriptions = subscriptions
+        self.capabilities = capabilities
+        self.supported_versions = supported_versions
+
+    def table(self) -> dict[str, Method]:
+        """Every core method, and the eras that answer it."""
+        return {
+            "server/discover": modern(self.discover, inline=True),
+            "subscriptions/listen": modern(self.subscriptions.listen),
+            "tools/list": both(self.tools_list, inline=True),
+            "tools/call": both(
+                self.tools_call, inline=_synchronous, resolve=self.find_tool, scopes=_scopes
+            ),
+            "resources/list": both(self.resources_list, inline=True),
+            "resources/templates/list": both(self.templates_list, inline=True),
+            "resources/read": both(
+                self.resources_read,
+                inline=_synchronous_resource,
+                resolve=self.find_resource,
+                scopes=_resource_scopes,
+            ),
+            "prompts/list": both(self.prompts_list, inline=True),
+            "prompts/get": both(
+                self.prompts_get, inline=_synchronous, resolve=self.find_prompt, scopes=_scopes
+            ),
+            "completion/complete": both(self.complete),
+            "ping": handshake(_pong, inline=True),
+            "initialize": handshake(_initialized_already, inline=True),
+            "logging/setLevel": handshake(self.set_level, inline=True),
+            "resources/subscribe": handshake(self.subscribe, inline=True),
+            "resources/unsubscribe": handshake(self.subscribe, inline=True),
+        }
+
+    def list_page(self, kind: Any, key: str, ctx: Context, more: list[Any] | None = None) -> Result:
         auth = ctx.request.auth
         # A checked caller sees only what its scopes let it use (docs/decisions.md, "Lists
         # and scopes"); such a list is the caller's own, so no shared cache may keep it.
-        personal = auth.checked and registry.scoped(kind)
-        entries = registry.entries(kind, auth.scopes if personal else None)
+        personal = auth.checked and self.registry.scoped(kind)
+        entries = self.registry.entries(kind, auth.scopes if personal else None)
         if more:
             entries = [*entries, *more]
-        page, next_cursor = paginate(entries, ctx.request.params.get("cursor"), settings.page_size)
+        page, next_cursor = paginate(
+            entries, ctx.request.params.get("cursor"), self.settings.page_size
+        )
         result: Result = {key: page}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        policy = settings.cache
+        policy = self.settings.cache
         if personal and policy.scope == "public":
             policy = CachePolicy(policy.ttl_ms, "private")
         return _cache_fields(result, policy)
 
-    def discover(ctx: Context) -> Result:
+    def discover(self, ctx: Context) -> Result:
         result: Result = {
-            "supportedVersions": list(supported_versions),
-            "capabilities": capabilities(registry, settings),
+            "supportedVersions": list(self.supported_versions),
+            "capabilities": self.capabilities(),
         }
-        if settings.instructions:
-            result["instructions"] = settings.instructions
-        return _cache_fields(result, settings.cache)
+        if self.settings.instructions:
+            result["instructions"] = self.settings.instructions
+        return _cache_fields(result, self.settings.cache)
 
     # -- tools ---------------------------------------------------------------------------
 
-    def tools_list(ctx: Context) -> Result:
-        if not registry.tools:
+    def tools_list(self, ctx: Context) -> Result:
+        if not self.registry.tools:
             raise MethodNotFound("Method not found: tools/list")
-        return list_page("tools", "tools", ctx)
+        return self.list_page("tools", "tools", ctx)
 
-    def find_tool(params: Result) -> Any:
+    def find_tool(self, params: Result) -> Any:
         name = params.get("name")
-        return registry.tool(name) if type(name) is str else None
+        return self.registry.tool(name) if type(name) is str else None
 
-    def called_tool(ctx: Context) -> Tool:
-        if not registry.tools:
+    def called_tool(self, ctx: Context) -> Tool:
+        if not self.registry.tools:
             raise MethodNotFound("Method not found: tools/call")
         tool = ctx.request.target
         if tool is None:
@@ -138,88 +214,89 @@ def method_table(
             raise InvalidParams(f"Unknown tool: {name[:100]}")
         return tool  # type: ignore[no-any-return]
 
-    def tools_call(ctx: Context) -> Result | Awaitable[Result]:
+    def tools_call(self, ctx: Context) -> Result | Awaitable[Result]:
         # The tool's own answer, not a coroutine around it: one frame less on every await.
-        return called_tool(ctx).run(_arguments(ctx.request.params), ctx)
+        return self.called_tool(ctx).run(_arguments(ctx.request.params), ctx)
 
     # -- resources -----------------------------------------------------------------------
 
-    def require_resources() -> None:
-        if not registry.offers_resources:
+    def require_resources(self) -> None:
+        if not self.registry.offers_resources:
             raise MethodNotFound("Method not found: resources")
 
-    def resources_list(ctx: Context) -> Result | Awaitable[Result]:
-        require_resources()
-        lister = registry.resource_lister
+    def resources_list(self, ctx: Context) -> Result | Awaitable[Result]:
+        self.require_resources()
+        lister = self.registry.resource_lister
         if lister is None:
-            return list_page("resources", "resources", ctx)
+            return self.list_page("resources", "resources", ctx)
         listed = lister.run({}, ctx)
 
         def page(result: Result) -> Result:
-            return list_page("resources", "resources", ctx, result["resources"])
+            return self.list_page("resources", "resources", ctx, result["resources"])
 
         paged: Result | Awaitable[Result] = _then(listed, page)
         return paged
 
-    def templates_list(ctx: Context) -> Result:
-        require_resources()
-        return list_page("templates", "resourceTemplates", ctx)
+    def templates_list(self, ctx: Context) -> Result:
+        self.require_resources()
+        return self.list_page("templates", "resourceTemplates", ctx)
 
-    def find_resource(params: Result) -> Any:
+    def find_resource(self, params: Result) -> Any:
         """The resource serving the URI and the template's variables, when one does."""
         uri = params.get("uri")
-        return registry.find_resource(uri) if type(uri) is str else None
+        return self.registry.find_resource(uri) if type(uri) is str else None
 
-    def read_resource(ctx: Context) -> tuple[ResourceEntry | TemplateEntry, Any]:
-        require_resources()
+    def read_resource(self, ctx: Context) -> tuple[ResourceEntry | TemplateEntry, Any]:
+        self.require_resources()
         uri = _string_param(ctx.request.params, "uri")
         found = ctx.request.target
         if found is None:
             raise ResourceNotFound(uri)
         return found  # type: ignore[no-any-return]
 
-    def with_cache_fields(resource: ResourceEntry | TemplateEntry, ctx: Context) -> Any:
+    def with_cache_fields(self, resource: ResourceEntry | TemplateEntry, ctx: Context) -> Any:
         def finish(result: Result) -> Result:
             if "resultType" in result:
                 return result  # input_required: no caching hints on an interim answer
             # A retry's answer depends on that user's input: never shareable.
-            policy = _NOT_CACHEABLE if ctx.is_retry else (resource.cache or settings.cache)
+            policy = _NOT_CACHEABLE if ctx.is_retry else (resource.cache or self.settings.cache)
             return _cache_fields(result, policy)
 
         return finish
 
-    def resources_read(ctx: Context) -> Result | Awaitable[Result]:
-        resource, variables = read_resource(ctx)
-        return _then(resource.run(variables, ctx), with_cache_fields(resource, ctx))  # type: ignore[no-any-return]
+    def resources_read(self, ctx: Context) -> Result | Awaitable[Result]:
+        resource, variables = self.read_resource(ctx)
+        return _then(resource.run(variables, ctx), self.with_cache_fields(resource, ctx))  # type: ignore[no-any-return]
 
     # -- prompts -------------------------------------------------------------------------
 
-    def require_prompts() -> None:
-        if not registry.prompts:
+    def require_prompts(self) -> None:
+        if not self.registry.prompts:
             raise MethodNotFound("Method not found: prompts")
 
-    def prompts_list(ctx: Context) -> Result:
-        require_prompts()
-        return list_page("prompts", "prompts", ctx)
+    def prompts_list(self, ctx: Context) -> Result:
+        self.require_prompts()
+        return self.list_page("prompts", "prompts", ctx)
 
-    def find_prompt(params: Result) -> Any:
+    def find_prompt(self, params: Result) -> Any:
         name = params.get("name")
-        return registry.prompt(name) if type(name) is str else None
+        return self.registry.prompt(name) if type(name) is str else None
 
-    def got_prompt(ctx: Context) -> Prompt:
-        require_prompts()
+    def got_prompt(self, ctx: Context) -> Prompt:
+        self.require_prompts()
         prompt = ctx.request.target
         if prompt is None:
             name = _string_param(ctx.request.params, "name")
             raise InvalidParams(f"Unknown prompt: {name[:100]}")
         return prompt  # type: ignore[no-any-return]
 
-    def prompts_get(ctx: Context) -> Result | Awaitable[Result]:
-        return got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
+    def prompts_get(self, ctx: Context) -> Result | Awaitable[Result]:
+        return self.got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
 
     # -- completions ---------------------------------------------------------------------
 
-    async def complete(ctx: Context) -> Result:
+    async def complete(self, ctx: Context) -> Result:
+        registry = self.registry
         if not registry.completers and not any(p.choices for p in registry.prompts.values()):
             raise MethodNotFound("Method not found: completion/complete")
         params = ctx.request.params
@@ -254,31 +331,44 @@ def method_table(
         arguments = known if isinstance(known, dict) else {}
         return {"completion": await completer.complete(value, arguments, ctx)}
 
-    table: MethodTable = {
-        "server/discover": Handler(discover, inline=True),
-        "tools/list": Handler(tools_list, inline=True),
-        "tools/call": Handler(tools_call, inline=_synchronous, resolve=find_tool, scopes=_scopes),
-        "resources/list": Handler(resources_list, inline=True),
-        "resources/templates/list": Handler(templates_list, inline=True),
-        "resources/read": Handler(
-            resources_read,
-            inline=_synchronous_resource,
-            resolve=find_resource,
-            scopes=_resource_scopes,
-        ),
-        "prompts/list": Handler(prompts_list, inline=True),
-        "prompts/get": Handler(
-            prompts_get, inline=_synchronous, resolve=find_prompt, scopes=_scopes
-        ),
-        "completion/complete": Handler(complete),
-        "subscriptions/listen": Handler(subscriptions.listen),
-    }
-    if tasks is not None:  # the tasks extension: its methods exist once a task tool does
-        from ..extensions.tasks.methods import TaskMethods
+    # -- a handshake-era session's own ---------------------------------------------------
 
-        task_methods = TaskMethods(tasks)
-        subscriptions.task_ids = task_methods.listened
-        table["tasks/get"] = Handler(task_methods.get)
-        table["tasks/update"] = Handler(task_methods.update)
-        table["tasks/cancel"] = Handler(task_methods.cancel)
-    return table
+    def set_level(self, ctx: Context) -> Result:
+        if not self.settings.client_logging:
+            raise MethodNotFound("Method not found: logging/setLevel")
+        level = ctx.request.params.get("level")
+        if type(level) is not str or level not in c.LOG_LEVEL_RANK:
+            raise InvalidParams(f"Invalid params: unknown log level {str(level)[:40]!r}")
+        _session(ctx).log_level = level
+        return {}
+
+    def subscribe(self, ctx: Context) -> Result:
+        method = ctx.request.method
+        if not self.registry.offers_resources:
+            raise MethodNotFound(f"Method not found: {method}")
+        uri = ctx.request.params.get("uri")
+        if type(uri) is not str:
+            raise InvalidParams('Invalid params: "uri" must be a string')
+        subscriptions = _session(ctx).resource_subscriptions
+        if method == "resources/subscribe":
+            found = self.registry.find_resource(uri)
+            if found is not None:
+                ctx.require_scopes(*found[0].scopes)  # updates of what it may not read: no
+            subscriptions.add(uri)
+        else:
+            subscriptions.discard(uri)
+        return {}
+
+
+def _pong(ctx: Context) -> Result:
+    return {}
+
+
+def _initialized_already(ctx: Context) -> Result:
+    raise InvalidRequest("Invalid request: this session is already initialized")
+
+
+def _session(ctx: Context) -> Session:
+    session = ctx.request.session
+    assert session is not None, "a session's own method runs inside a session"
+    return session

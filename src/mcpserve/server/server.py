@@ -11,239 +11,132 @@
 
     server.run()  # stdio
 
-Decorators work bare or with options and return the registered record (a :class:`Tool`,
+Decorators work bare or with options and return the registered entry (a :class:`Tool`,
 :class:`Resource`, ...), which stays callable like the original function. Registration is
-where all the work happens: schemas, validators and list entries are built once. The
-registering methods live in :mod:`.registering`, composition (mounting, transformations,
-proxies, OpenAPI) in :mod:`.composing`, the pipeline's assembly in :mod:`.assembly`; this
-module has the rest: the method table and middleware, answering, the lifespan and serving.
+where all the work happens: schemas, validators and list entries are built once. A request
+only looks its entry up.
+
+``Server`` is the composition root: its ``__init__`` builds the parts once, each given only
+the others it uses, and its methods hand each call to the part that does the work:
+
+* :class:`~.registry.Registry`: what is offered (tools, resources, templates, prompts);
+* :class:`~.settings.Settings` and :class:`~.runtime.Runtime`: what the server says about
+  itself, and what its requests share while it serves;
+* :class:`~.subscriptions.Subscriptions`: ``subscriptions/listen`` and the event bus;
+* :class:`~.handshake.Legacy`: the handshake era's ``initialize`` (None when switched off);
+* :class:`~.extension.Extensions`: the extensions that joined (tasks, skills);
+* :class:`~.methods.Methods` and :class:`~.pipeline.Pipeline`: the one method table and the
+  one pipeline around it (middleware, custom methods, notification handlers, tracing).
+
+Serving (``run``, ``http_app``) imports the transports only when called: ``server/`` sits
+below ``transports/`` and a stdio server never loads the HTTP stack.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-import logging
-import os
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, Literal
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar as DefaultTypeVar
+from typing_extensions import Unpack
 
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Send
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Send
 from ..protocol.errors import raise_unexpected
-from ..protocol.handshake import Session
 from ..protocol.jsonrpc import JSONDict
-from .assembly import build_dispatcher, initialize_through_middleware
-from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url, resource_updated
-from .composing import Composing
+from ..protocol.tasks import TASKS_EXTENSION
+from .bus import resource_updated
+from .config import ServerConfig, ServerOptions
 from .context.context import Context
 from .custom import CustomMethod
-from .entries.resources import CachePolicy
-from .extending import Extending
+from .entries.kinds import is_entry
+from .entries.options import Options, ResourceOptions, ToolOptions
+from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
+from .entries.tools import Tool
+from .extension import Extensions
 from .handshake import Legacy
-from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
-from .methods import MethodTable, method_table
+from .lifecycle import Lifecycle
+from .methods import Methods
 from .middleware import Middleware
-from .registering import Registering
+from .pipeline import Pipeline
 from .registry import Registry
-from .runtime import AnswersWithoutState, Runtime
-from .settings import Settings, capabilities
+from .settings import capabilities
 from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
-    from ..auth.resource import ResourceServer
-    from ..auth.tokens import TokenVerifier
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx2
+
     from ..compose.mount.mount import Mount, Mounts
+    from ..compose.openapi import OpenAPISelection
+    from ..compose.transform import ToolChanges
+    from ..extensions.apps import App, AppOptions
     from ..extensions.skills.extension import Skills
-    from ..extensions.tasks.records import TaskStore
+    from ..extensions.skills.skill import Skill, SkillOptions
+    from ..extensions.tasks.extension import TasksExtension
     from ..extensions.tasks.runner import Tasks
     from ..protocol.request_state import StateSealer
-    from .notifications import NotificationHandler
+    from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
+    from .entries.prompts import Prompt
 
-logger = logging.getLogger("mcpserve")
 F = TypeVar("F", bound=Callable[..., Any])
-#: Where the shared Redis is named when ``redis_url`` is not given.
-REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
-#: Where the task store is named when ``task_store`` is not given.
-TASK_STORE_ENV = "MCPSERVE_TASK_STORE"
 #: What the lifespan yields, typed: ``Server[AppState]`` and ``Context[AppState]``.
-StateT = TypeVar("StateT", default=Any)
-Lifespan = Callable[["Server[StateT]"], AbstractAsyncContextManager[StateT]]
+StateT = DefaultTypeVar("StateT", default=Any)
 #: The ASGI callable ``http_app`` returns (scope, receive, send).
 ASGIApp = Callable[[Any, Any, Any], Any]
 
-#: Serving, named by import path and loaded on first use: ``server/`` sits below
-#: ``transports/`` and never imports it, and a stdio server never loads the HTTP stack.
-_SERVING = {
-    "stdio": "mcpserve.transports.stdio:run_stdio",
-    "http": "mcpserve.transports.serve:run_http",
-    "http_app": "mcpserve.transports.serve:build_http_app",
-}
 
+class Server(Generic[StateT]):
+    """An MCP server: what it offers, and how it answers."""
 
-def _tracer(tracing: Any) -> Any:
-    from .tracing import tracer_for  # opentelemetry itself loads only if it is installed
-
-    return tracer_for(tracing)
-
-
-def _serving(name: str) -> Callable[..., Any]:
-    module, _, attribute = _SERVING[name].partition(":")
-    entry: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
-    return entry
-
-
-class Server(Registering, Composing, Extending, Generic[StateT]):
-    """An MCP server: what it offers, and how it answers.
-
-    The server is where the parts meet: the registry (what is offered), the settings (what
-    it says about itself), the runtime (what requests share), the subscriptions, the
-    handshake-era front and the dispatcher, each given only the others it uses.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        version: str = "0.1.0",
-        *,
-        instructions: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        website_url: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        cache: CachePolicy | None = None,
-        page_size: int | None = None,
-        client_logging: bool = False,
-        lifespan: Lifespan[StateT] | None = None,
-        max_threads: int | None = None,
-        blocking_warning_seconds: float | None = DEFAULT_BLOCKING_WARNING_SECONDS,
-        server_info_in_results: bool = True,
-        extensions: dict[str, dict[str, Any]] | None = None,
-        state_keys: list[tuple[str, bytes]] | None = None,
-        state_ttl_seconds: float = 300.0,
-        max_input_rounds: int = 10,
-        answers_without_state: AnswersWithoutState = "ask",
-        redis_url: str | None = None,
-        bus: SubscriptionBus | str | None = None,
-        subscription_queue_size: int = 256,
-        legacy: bool = True,
-        legacy_client_timeout_seconds: float = 120.0,
-        task_store: TaskStore | str | None = None,
-        auth: ResourceServer | TokenVerifier | None = None,
-        raise_exceptions: bool = False,
-        tracing: Any = None,
-    ) -> None:
-        self.name = name
-        #: OpenTelemetry spans per request: None (on when installed and configured), False,
-        #: True, or a TracerProvider (see :mod:`.tracing`).
-        self.tracing = tracing
+    def __init__(self, name: str, version: str = "0.1.0", **options: Unpack[ServerOptions]) -> None:
+        config = ServerConfig(name, version, options)
+        self.name, self.version = name, version
+        #: Who may call over HTTP: OAuth bearer tokens, checked by a verifier
+        #: (``mcpserve.auth``). stdio ignores it: whoever started the process is trusted.
+        self.auth = options.get("auth")
+        self.lifespan = options.get("lifespan")
         #: For tests: an unexpected exception in a handler propagates out of :meth:`handle`
         #: (so ``Client(server)`` raises it) instead of being masked as "Internal error (ref
-        #: ...)". Transports answer through the dispatcher, not ``handle``: the wire keeps
-        #: its answers whatever this says.
-        self.raise_exceptions = raise_exceptions
-        #: Who may call over HTTP: OAuth bearer tokens, checked by a verifier
-        #: (``mcpserve.auth``). stdio ignores it: whoever started the process is trusted,
-        #: and credentials come from the environment.
-        self.auth = auth
-        self.version = version
-        info: JSONDict = {"name": name, "version": version}
-        for key, value in (
-            ("title", title),
-            ("description", description),
-            ("websiteUrl", website_url),
-            ("icons", icons),
-        ):
-            if value:
-                info[key] = value
-        self.settings = Settings(
-            info,
-            instructions=instructions,
-            cache=cache,
-            page_size=page_size,
-            client_logging=client_logging,
-            extensions=extensions,
-        )
+        #: ...)". Transports answer through the dispatcher: the wire keeps its answers.
+        self.raise_exceptions = config.options["raise_exceptions"]
+        self.redis_url = config.redis_url
+        self.settings = config.settings()
         self.registry = Registry()
-        self.runtime = Runtime(
-            client_logging=client_logging,
-            client_timeout_seconds=legacy_client_timeout_seconds,
-            state_keys=state_keys,
-            state_ttl_seconds=state_ttl_seconds,
-            max_input_rounds=max_input_rounds,
-            answers_without_state=answers_without_state,
-            loop_watch=LoopWatch(blocking_warning_seconds),
+        self.runtime = config.runtime()
+        self.subscriptions = Subscriptions(
+            self.registry, config.bus(), queue_size=config.options["subscription_queue_size"]
         )
-        #: The Redis every process of this server shares: the subscription bus, handshake-era
-        #: sessions over HTTP. None: each process keeps its own.
-        self.redis_url = redis_url or os.environ.get(REDIS_URL_ENV) or None
-        if bus is None and self.redis_url is not None and not os.environ.get(BUS_ENV):
-            from ..backends.redis.bus import RedisBus
-
-            # One channel per server: two servers (or staging and production) sharing a
-            # Redis do not hear each other; pub/sub ignores the database number.
-            bus = RedisBus(self.redis_url, channel=f"mcpserve:{{{name}}}:events")
-        if bus is None or isinstance(bus, str):
-            bus = bus_from_url(bus)
-        if self.redis_url is not None and isinstance(bus, LocalBus):
-            logger.warning(
-                "Server %r: sessions are shared in Redis but the subscription bus "
-                "is this process's own (MCPSERVE_BUS=memory://): answers, "
-                "cancellations and notifications will not reach other processes",
-                name,
-            )
-        self.subscriptions = Subscriptions(self.registry, bus, queue_size=subscription_queue_size)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
-        #: The handshake-era front (2025-11-25 and earlier), or None when switched off.
-        self.legacy = Legacy(self.registry, self.settings) if legacy else None
-        self.lifespan = lifespan
-        self._server_info_in_results = server_info_in_results
-        self._max_threads = max_threads or min(32, (os.cpu_count() or 1) + 4)
-        self._pool = None
-        self._middleware: list[Middleware] = []
-        self._custom: dict[str, CustomMethod] = {}
-        self._notifications: dict[str, NotificationHandler] = {}
-        self._dispatcher: Dispatcher[Context] | None = None
-        self._exit_stack: AsyncExitStack | None = None
-        self._running = 0
-        self._task_store = task_store
-        self._tasks: Tasks | None = None
-        self._skills: Skills | None = None
+        #: The handshake era's front (2025-11-25 and earlier), or None when switched off.
+        self.handshake = Legacy(self.registry, self.settings) if config.handshake_era else None
+        self.extensions = Extensions(on_change=lambda: self.pipeline.changed())
+        versions = [*c.MODERN_VERSIONS, *(c.LEGACY_VERSIONS if self.handshake else ())]
+        self.methods = Methods(
+            self.registry, self.settings, self.subscriptions, self.capabilities, versions
+        )
+        self.pipeline = Pipeline(
+            self.methods.table,
+            self.extensions,
+            self.runtime,
+            handshake=self.handshake,
+            tracing=options.get("tracing"),
+            server_info=self.info if config.options["server_info_in_results"] else None,
+        )
+        self._config = config
+        self._pool: ThreadPoolExecutor | None = None
         self._mounts: Mounts | None = None
-        #: Where this server is mounted (``mounting.py``).
-        self._mounted_in: list[Mount] = []
-
-    @property
-    def tasks(self) -> Tasks:
-        """The tasks extension (``task_runner.py``), made when the first task tool is
-        registered: a server without one never loads it."""
-        if self._tasks is None:
-            from ..extensions.tasks.runner import Tasks
-
-            self._tasks = Tasks(
-                self.runtime, store=self._make_task_store(), publish=self.subscriptions.publish_now
-            )
-            self.subscriptions.sinks.add(self._tasks.control)
-            self._dispatcher = None  # the tasks/* methods join the table
-        return self._tasks
-
-    @property
-    def skills(self) -> Skills:
-        """The skills extension (``skills.py``), made when the first skill is added."""
-        if self._skills is None:
-            from ..extensions.skills.extension import Skills
-
-            self._skills = Skills(self.registry, self.settings, self.thread_pool)
-            self._dispatcher = None  # its methods join the table
-        return self._skills
-
-    @property
-    def served_skills(self) -> Skills | None:
-        """The skills extension if any skill was ever added, without making it."""
-        return self._skills
+        self.lifecycle: Lifecycle[Server[StateT]] = Lifecycle(self.runtime)
+        self.lifecycle.parts += [
+            self._start_mounts,
+            self._start_subscriptions,
+            self.extensions.start,
+        ]
 
     @property
     def info(self) -> JSONDict:
@@ -254,51 +147,439 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
     def instructions(self) -> str | None:
         return self.settings.instructions
 
-    # -- answering ---------------------------------------------------------------------------
-
     def capabilities(self) -> JSONDict:
-        """Server capabilities, derived from what is registered."""
-        return capabilities(self.registry, self.settings)
+        """Server capabilities, derived from what is registered and what extensions offer."""
+        return capabilities(self.registry, self.settings, self.extensions.capabilities())
+
+    # -- registering: tools, resources, prompts, completions --------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> Tool: ...
+    @overload
+    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], Tool]: ...
+    def tool(
+        self, fn: F | None = None, /, **options: Unpack[ToolOptions]
+    ) -> Tool | Callable[[F], Tool]:
+        """Register a function as a tool; its type hints become the ``inputSchema``."""
+
+        def register(fn: F) -> Tool:
+            tool = self._make_tool(fn, options)
+            self.registry.add_tool(tool)
+            return tool
+
+        return register(fn) if fn is not None else register
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any] | ToolEntry,
+        *,
+        replace: bool = False,
+        **options: Unpack[ToolOptions],
+    ) -> ToolEntry:
+        """Register a tool at any time, e.g. while serving: a function, or a tool made
+        already (``Tool(...)``, ``tool.transformed(...)``)."""
+        tool: ToolEntry = fn if is_entry(fn) else self._make_tool(fn, options)
+        self.registry.add_tool(tool, replace=replace)
+        return tool
+
+    def _make_tool(self, fn: Callable[..., Any], options: ToolOptions) -> Tool:
+        if "app" in options or "visibility" in options:
+            from ..extensions.apps import with_app_meta
+
+            options = with_app_meta(options)  # type: ignore[assignment]
+        if "task" not in options:
+            return Tool(fn, pool=self.thread_pool, **options)  # type: ignore[misc]
+        from ..extensions.tasks.runner import TaskTool
+
+        return TaskTool(fn, tasks=self.use_tasks(), pool=self.thread_pool, **options)
+
+    def remove_tool(self, name: str) -> ToolEntry:
+        return self.registry.remove_tool(name)
+
+    def add_openapi(
+        self,
+        spec: Mapping[str, Any] | str | bytes,
+        *,
+        client: httpx2.AsyncClient,
+        **selection: Unpack[OpenAPISelection],
+    ) -> list[Tool]:
+        """Register a tool per operation of an OpenAPI 3.0/3.1 document (a dict or JSON text),
+        called with ``client``; ``operation_ids=``, ``tags=``, ``include=`` choose which, and
+        ``prefix=`` begins their names (see :mod:`mcpserve.compose.openapi`)."""
+        from ..compose.openapi import add_openapi
+
+        return list(add_openapi(self, spec, client=client, **selection))
+
+    def resource(
+        self, uri: str, **options: Unpack[ResourceOptions]
+    ) -> Callable[[F], Resource | ResourceTemplate]:
+        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
+
+        def register(fn: F) -> Resource | ResourceTemplate:
+            resource = build_resource(uri, fn, pool=self.thread_pool, **options)
+            self.registry.add_resource(resource)
+            return resource
+
+        return register
+
+    def add_resource(
+        self,
+        uri: str,
+        fn: Callable[..., Any],
+        *,
+        replace: bool = False,
+        **options: Unpack[ResourceOptions],
+    ) -> Resource | ResourceTemplate:
+        """Register a resource or template at any time, e.g. while serving."""
+        resource = build_resource(uri, fn, pool=self.thread_pool, **options)
+        self.registry.add_resource(resource, replace=replace)
+        return resource
+
+    def remove_resource(self, uri_or_template: str) -> ResourceEntry | TemplateEntry:
+        return self.registry.remove_resource(uri_or_template)
+
+    @overload
+    def app(self, uri: str, *, html: str, **options: Unpack[AppOptions]) -> App: ...
+    @overload
+    def app(
+        self, uri: str, *, path: str | os.PathLike[str], **options: Unpack[AppOptions]
+    ) -> App: ...
+    @overload
+    def app(self, uri: str, **options: Unpack[AppOptions]) -> Callable[[F], App]: ...
+    def app(
+        self,
+        uri: str,
+        *,
+        html: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+        **options: Unpack[AppOptions],
+    ) -> App | Callable[[F], App]:
+        """Register an MCP App: the HTML view at a ``ui://`` URI that hosts render for the
+        tools linked to it (``@server.tool(app=...)``). From ``html``, a file at ``path``
+        (read at each ``resources/read``), or the decorated function's return value (see
+        :mod:`mcpserve.extensions.apps`)."""
+        from ..extensions.apps import register_app
+
+        return register_app(
+            self.registry, uri, pool=self.thread_pool, html=html, path=path, **options
+        )
+
+    @overload
+    def skill(self, fn: F, /) -> Skill: ...
+    @overload
+    def skill(
+        self, fn: None = None, /, **options: Unpack[SkillOptions]
+    ) -> Callable[[F], Skill]: ...
+    def skill(
+        self, fn: F | None = None, /, **options: Unpack[SkillOptions]
+    ) -> Skill | Callable[[F], Skill]:
+        """Serve a generated skill: the function returns its SKILL.md body on every read; its
+        name (``_`` as ``-``) and docstring name and describe it unless given (the skills
+        extension, :mod:`mcpserve.extensions.skills.extension`)."""
+
+        def register(fn: F) -> Skill:
+            from ..extensions.skills.skill import generated_skill
+
+            return self.add_skill(generated_skill(fn, **options))
+
+        return register(fn) if fn is not None else register
+
+    def add_skill(self, skill: Skill, *, replace: bool = False) -> Skill:
+        """Serve a :class:`~mcpserve.Skill` and its files as ``skill://`` resources."""
+        self.use_skills().add([skill], replace=replace)
+        return skill
+
+    def add_skills(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str | None = None,
+        scopes: Iterable[str] | str = (),
+        cache: CachePolicy | None = None,
+        replace: bool = False,
+    ) -> list[Skill]:
+        """Serve every skill below ``directory`` (each folder with a SKILL.md), read and
+        checked now: a skill that breaks a rule raises ``ValueError`` naming its file."""
+        from ..extensions.skills.files import load_skills
+
+        skills = load_skills(directory, prefix=prefix, scopes=scopes, cache=cache)
+        self.use_skills().add(skills, replace=replace, nested=True)
+        return skills
+
+    def remove_skill(self, uri: str) -> Skill:
+        """Stop serving the skill whose SKILL.md is at ``uri``, and its files."""
+        skills = self.skills
+        if skills is None:
+            raise KeyError(f"No skill is served at {uri!r}")
+        return skills.remove(uri)
+
+    @overload
+    def resource_lister(self, fn: F, /) -> F: ...
+    @overload
+    def resource_lister(
+        self, fn: None = None, /, *, blocking: bool | None = None
+    ) -> Callable[[F], F]: ...
+    def resource_lister(
+        self, fn: F | None = None, /, *, blocking: bool | None = None
+    ) -> F | Callable[[F], F]:
+        """List more resources on each ``resources/list``, after the registered ones: the
+        function returns their entries (see :mod:`mcpserve.server.entries.resource_lister`). One per
+        server; registering another replaces it."""
+
+        def register(fn: F) -> F:
+            from .entries.resource_lister import ResourceLister
+
+            self.registry.set_resource_lister(
+                ResourceLister(fn, pool=self.thread_pool, blocking=blocking)
+            )
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    @overload
+    def prompt(self, fn: F, /) -> Prompt: ...
+    @overload
+    def prompt(self, fn: None = None, /, **options: Unpack[Options]) -> Callable[[F], Prompt]: ...
+    def prompt(
+        self, fn: F | None = None, /, **options: Unpack[Options]
+    ) -> Prompt | Callable[[F], Prompt]:
+        """Register a function as a prompt; its parameters are the prompt's arguments."""
+
+        def register(fn: F) -> Prompt:
+            from .entries.prompts import Prompt
+
+            prompt = Prompt(fn, pool=self.thread_pool, **options)
+            self.registry.add_prompt(prompt)
+            return prompt
+
+        return register(fn) if fn is not None else register
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any] | PromptEntry,
+        *,
+        replace: bool = False,
+        **options: Unpack[Options],
+    ) -> PromptEntry:
+        """Register a prompt at any time, e.g. while serving."""
+        from .entries.prompts import Prompt
+
+        prompt: PromptEntry = fn if is_entry(fn) else Prompt(fn, pool=self.thread_pool, **options)
+        self.registry.add_prompt(prompt, replace=replace)
+        return prompt
+
+    def remove_prompt(self, name: str) -> PromptEntry:
+        return self.registry.remove_prompt(name)
+
+    def completion(
+        self,
+        *,
+        argument: str,
+        prompt: str | None = None,
+        resource: str | None = None,
+        blocking: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Register completions for a prompt argument or a resource template variable."""
+        if (prompt is None) == (resource is None):
+            raise TypeError("completion() takes exactly one of prompt= or resource=")
+
+        def register(fn: F) -> F:
+            from .entries.completions import Completer
+
+            target = prompt if prompt is not None else resource
+            assert target is not None
+            completer = Completer(
+                fn, f"{target}:{argument}", pool=self.thread_pool, blocking=blocking
+            )
+            kind: Literal["ref/prompt", "ref/resource"] = (
+                "ref/prompt" if prompt is not None else "ref/resource"
+            )
+            self.registry.add_completer((kind, target, argument), completer)
+            return fn
+
+        return register
+
+    def enable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
+        """Switch a registered tool, prompt or resource (URI or template) back on."""
+        self.registry.set_enabled(kind, key, True)
+
+    def disable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
+        """Hide a tool, prompt or resource from lists and calls, without unregistering it."""
+        self.registry.set_enabled(kind, key, False)
+
+    def thread_pool(self) -> ThreadPoolExecutor:
+        """The bounded pool that runs ``blocking`` handlers, created on first use."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # with the first blocking call
+
+            self._pool = ThreadPoolExecutor(self._config.max_threads, thread_name_prefix="mcpserve")
+        return self._pool
+
+    # -- extensions -------------------------------------------------------------------------
+
+    @property
+    def tasks(self) -> Tasks | None:
+        """The tasks extension (:mod:`mcpserve.extensions.tasks`), once a task tool joined
+        it to this server; None before."""
+        found = self.extensions.get(TASKS_EXTENSION)
+        return found if found is None else cast("TasksExtension", found).tasks
+
+    @property
+    def skills(self) -> Skills | None:
+        """The skills extension (:mod:`mcpserve.extensions.skills`), once a skill joined it
+        to this server; None before."""
+        found = self.extensions.get(c.SKILLS_EXTENSION)
+        return found if found is None else cast("Skills", found)
+
+    def use_tasks(self) -> Tasks:
+        """The tasks extension, joined to this server now if it had not joined yet (the
+        first task tool does this; a server without one never loads it)."""
+        if self.tasks is not None:
+            return self.tasks
+        from ..extensions.tasks.extension import TasksExtension
+        from ..extensions.tasks.runner import Tasks
+
+        store = self._config.task_store()
+        joined = TasksExtension(
+            Tasks(self.runtime, store=store, publish=self.subscriptions.publish_now)
+        )
+        self.subscriptions.sinks.add(joined.tasks.control)
+        self.subscriptions.task_ids = joined.task_methods.listened
+        return self.extensions.add(joined).tasks
+
+    def use_skills(self) -> Skills:
+        """The skills extension, joined to this server now if it had not joined yet."""
+        if self.skills is not None:
+            return self.skills
+        from ..extensions.skills.extension import Skills
+
+        return self.extensions.add(Skills(self.registry, self.settings, self.thread_pool))
+
+    # -- composing: mounts, transformations, servers built from elsewhere -------------------
+
+    def mount(self, server: Server[Any], namespace: str | None = None) -> Mount:
+        """Serve ``server``'s tools, resources, templates, prompts and completions as this
+        server's, names under ``namespace`` (:mod:`mcpserve.compose.mount`); it runs inside
+        this one."""
+        from ..compose.mount.mount import Mounts
+
+        if self._mounts is None:
+            self._mounts = Mounts(self)
+        mount = self._mounts.add(server, namespace, middleware=server.pipeline.middleware)
+        # Middleware the child gets later wraps its entries here too.
+        server.pipeline.middleware_listeners.append(mount.middleware_changed)
+        return mount
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """The servers mounted in this one, in mount order."""
+        return tuple(self._mounts.mounts) if self._mounts is not None else ()
+
+    def transform_tool(self, tool: str, /, **changes: Unpack[ToolChanges]) -> ToolEntry:
+        """Replace tool ``tool`` (local or mounted) with a transformation of it: renamed,
+        redescribed, arguments hidden, fixed, defaulted or narrowed
+        (:mod:`mcpserve.compose.transform`)."""
+        from ..compose.transform import transform_tool
+
+        return transform_tool(self.registry, self._mounts, tool, changes)
+
+    @classmethod
+    def from_openapi(
+        cls,
+        spec: Mapping[str, Any] | str | bytes,
+        *,
+        client: httpx2.AsyncClient,
+        name: str | None = None,
+        version: str | None = None,
+        **selection: Unpack[OpenAPISelection],
+    ) -> Server[Any]:
+        """A server whose tools are an HTTP API's operations, called with ``client`` (an
+        ``httpx2.AsyncClient``; auth and base URL are its own). ``spec``: an OpenAPI 3.0/3.1
+        document as a dict or JSON text, or its URL, fetched with ``client`` when the server
+        starts. Name and version default to the document's ``info``. See
+        :mod:`mcpserve.compose.openapi` and ``docs/openapi.md``."""
+        from ..compose.openapi import server_from_openapi
+
+        return server_from_openapi(
+            cls,
+            spec,
+            client=client,
+            name=name,
+            version=version,
+            **selection,
+        )
+
+    @classmethod
+    def proxy(cls, upstream: Any, **options: Any) -> Server[Any]:
+        """A server serving another MCP server, to clients of either era: ``upstream`` is a
+        URL, a command (``"python other.py"`` or a list) or a ``Server``. One connection,
+        made when the proxy starts, carries every call; ``docs/proxy.md`` has the options.
+        """
+        build: Callable[..., Server[Any]] = _proxies().proxy_server
+        return build(upstream, **options)
+
+    @classmethod
+    def gateway(cls, upstreams: Mapping[str, Any], **options: Any) -> Server[Any]:
+        """Several servers behind one endpoint: a proxy of each upstream (``{"billing": URL,
+        "files": "python files.py"}``) mounted under its name (``docs/proxy.md``)."""
+        build: Callable[..., Server[Any]] = _proxies().gateway_server
+        return build(upstreams, **options)
+
+    # -- extending: custom methods, notification handlers, middleware -------------------
+
+    def method(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
+        """Register a handler for a custom JSON-RPC method (use a namespaced name).
+
+        See :mod:`mcpserve.server.custom` for how params and results are handled.
+        """
+        self.pipeline.check_method_name(name)
+
+        def register(fn: F) -> F:
+            custom = CustomMethod(name, fn, pool=self.thread_pool, blocking=blocking)
+            self.pipeline.add_method(name, custom)
+            return fn
+
+        return register
+
+    def notification(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
+        """Run a function for each client notification ``name`` (both eras; see
+        :mod:`mcpserve.server.notifications`)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("a notification handler needs the notification's method name")
+
+        def register(fn: F) -> F:
+            from .notifications import NotificationHandler
+
+            handler = NotificationHandler(name, fn, pool=self.thread_pool, blocking=blocking)
+            self.pipeline.add_notification(name, handler)
+            return fn
+
+        return register
+
+    @overload
+    def middleware(self, fn: Middleware, *, methods: Iterable[str] | None = None) -> Middleware: ...
+    @overload
+    def middleware(self, *, methods: Iterable[str]) -> Callable[[Middleware], Middleware]: ...
+
+    def middleware(
+        self, fn: Middleware | None = None, *, methods: Iterable[str] | None = None
+    ) -> Any:
+        """Wrap every request and client notification, of both eras, or only ``methods``;
+        see :mod:`mcpserve.server.middleware`."""
+        if fn is None:
+            if methods is None:
+                raise TypeError("middleware() needs a function, or methods=")
+            chosen = methods
+            return lambda fn: self.middleware(fn, methods=chosen)
+        self.pipeline.add_middleware(fn, methods)
+        return fn
+
+    # -- answering ---------------------------------------------------------------------------
 
     @property
     def dispatcher(self) -> Dispatcher[Context]:
-        """The request pipeline, wired to this server's method tables (built on first use,
-        again after a middleware or custom method is added)."""
-        if self._dispatcher is None:
-            legacy_versions = c.LEGACY_VERSIONS if self.legacy is not None else ()
-            supported = [*c.MODERN_VERSIONS, *legacy_versions]
-            table: MethodTable = method_table(
-                self.registry, self.settings, self.subscriptions, supported, self._tasks
-            )
-            if self._skills is not None:
-                table.update(self._skills.handlers())
-            table.update({name: Handler(custom.answer) for name, custom in self._custom.items()})
-            notifications = {
-                name: Handler(handler.receive) for name, handler in self._notifications.items()
-            }
-            self._dispatcher = build_dispatcher(
-                table,
-                runtime=self.runtime,
-                legacy=self.legacy,
-                notifications=notifications,
-                middleware=self._middleware,
-                tracer=None if self.tracing is False else _tracer(self.tracing),
-                server_info=self.info if self._server_info_in_results else None,
-            )
-        return self._dispatcher
-
-    async def legacy_initialize(
-        self,
-        message: JSONDict,
-        auth: Auth = ANONYMOUS,
-        http: Mapping[str, Any] | None = None,
-    ) -> tuple[Session | None, JSONDict]:
-        """A handshake-era ``initialize``: the new session (None when refused) and the
-        response, through the middleware when there is any, as every other message."""
-        assert self.legacy is not None
-        return await initialize_through_middleware(
-            self.legacy, self._middleware, self.runtime, message, auth, http
-        )
+        """The request pipeline (:mod:`.pipeline`): the transports answer through it."""
+        return self.pipeline.dispatcher()
 
     async def handle(
         self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
@@ -309,11 +590,12 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         refused here, since sessions belong to a transport (stdio, HTTP). With
         ``raise_exceptions``, a handler's unexpected exception is raised here, unmasked.
         """
+        dispatcher = self.pipeline.dispatcher()
         if not self.raise_exceptions:
-            return await self.dispatcher.handle(message, send=send, auth=auth)
+            return await dispatcher.handle(message, send=send, auth=auth)
         token = raise_unexpected.set(asyncio.current_task())
         try:
-            return await self.dispatcher.handle(message, send=send, auth=auth)
+            return await dispatcher.handle(message, send=send, auth=auth)
         finally:
             raise_unexpected.reset(token)
 
@@ -338,68 +620,30 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
 
     # -- running -----------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[Server[StateT]]:
+    def running(self) -> AbstractAsyncContextManager[Server[StateT]]:
         """Run the lifespan (once, however many transports nest) around serving."""
-        if self._running == 0:
-            stack = AsyncExitStack()
-            if self.lifespan is not None:
-                state = await stack.enter_async_context(self.lifespan(self))
-                self.runtime.lifespan_state = state
-            if self._mounts is not None:
-                await self._mounts.start(stack)
-            await self.subscriptions.start()
-            stack.push_async_callback(self.subscriptions.shutdown)
-            stack.push_async_callback(self._end_tasks)
-            self._exit_stack = stack
-        self._running += 1
-        try:
-            yield self
-        finally:
-            self._running -= 1
-            if self._running == 0 and self._exit_stack is not None:
-                stack, self._exit_stack = self._exit_stack, None
-                try:
-                    await stack.aclose()
-                finally:
-                    self.runtime.lifespan_state = None
-
-    def _make_task_store(self) -> TaskStore:
-        """``task_store=`` (a store or a URL), else ``$MCPSERVE_TASK_STORE``, else the shared
-        Redis when there is one, else this process's memory."""
-        from ..extensions.tasks.runner import task_store_from_url
-
-        chosen = self._task_store
-        if chosen is None:
-            chosen = os.environ.get(TASK_STORE_ENV) or self.redis_url or "memory://"
-        if isinstance(chosen, str):
-            return task_store_from_url(chosen, namespace=self.name)
-        return chosen
+        return self.lifecycle.running(self, self.lifespan)
 
     @property
     def running_count(self) -> int:
         """How many :meth:`running` blocks are open (0: the lifespan is not running)."""
-        return self._running
+        return self.lifecycle.depth
 
-    async def _end_tasks(self) -> None:
-        if self._tasks is not None:
-            await self._tasks.shutdown()
+    async def _start_mounts(self, stack: AsyncExitStack) -> None:
+        if self._mounts is not None:
+            await self._mounts.start(stack)
+
+    async def _start_subscriptions(self, stack: AsyncExitStack) -> None:
+        await self.subscriptions.start()
+        stack.push_async_callback(self.subscriptions.shutdown)
 
     def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
-        """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``).
+        """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``), to mount in
+        any ASGI server or framework; ``docs/reference.md`` lists the options (body limit,
+        allowed hosts and origins, keep-alive, ``auth``, ``authenticate``)."""
+        from ..transports.serve import build_http_app
 
-        Mount it in any ASGI server or framework. Options: ``max_body_bytes`` (default
-        4 MiB), ``allowed_hosts``, ``allowed_origins``, ``public_url`` and ``bind_host``
-        (DNS-rebinding protection, see ``transports/origin.py``; by default only loopback
-        host names pass), ``keepalive_seconds`` for SSE comments, and
-        ``auth`` (default: the server's ``auth=``), a
-        :class:`~mcpserve.auth.ResourceServer` or a token verifier that protects the
-        endpoint with OAuth bearer tokens and serves the protected resource metadata; or
-        ``authenticate(headers)`` for a scheme of your own, which returns the caller's
-        :class:`Auth` (seen as ``ctx.principal`` and ``ctx.scopes``) or ``None`` to answer
-        401.
-        """
-        app: ASGIApp = _serving("http_app")(self, path, **options)
+        app: ASGIApp = build_http_app(self, path, **options)
         return app
 
     def run(
@@ -414,19 +658,18 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
         proxy_headers: bool = False,
         **app_options: Any,
     ) -> None:
-        """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn.
+        """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn (with
+        uvloop and httptools when installed, no access log unless ``access_log=True``, no
+        ``X-Forwarded-For`` unless ``proxy_headers=True``). ``app_options`` go to the
+        transport: ``max_message_bytes`` and ``shutdown_grace`` for stdio, those of
+        :meth:`http_app` for HTTP."""
+        from ..transports.serve import run_http
+        from ..transports.stdio import run_stdio
 
-        Over HTTP uvicorn runs with uvloop and httptools when installed (``mcpserve[http]``
-        brings them), without an access log unless ``access_log=True``, and without
-        rewriting client addresses from ``X-Forwarded-For`` unless ``proxy_headers=True``.
-
-        ``app_options`` go to the transport: :func:`~mcpserve.transports.stdio.serve_stdio`
-        (``max_message_bytes``, ``shutdown_grace``) or :meth:`http_app`.
-        """
         if transport == "stdio":
-            _serving("stdio")(self, **app_options)
+            run_stdio(self, **app_options)
         elif transport == "http":
-            _serving("http")(
+            run_http(
                 self,
                 host=host,
                 port=port,
@@ -438,3 +681,9 @@ class Server(Registering, Composing, Extending, Generic[StateT]):
             )
         else:
             raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")
+
+
+def _proxies() -> Any:
+    """``mcpserve.proxy``, loaded when a proxy is made: it sits above ``server/`` (a proxy
+    is a server and a client), and is handed this class to build its servers with."""
+    return importlib.import_module("mcpserve.proxy")

@@ -7,11 +7,15 @@ serves (``docs/decisions.md``, "Capabilities follow the registry").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
+from ..protocol.tasks import TASKS_EXTENSION
 from .entries.resources import CachePolicy
 
 if TYPE_CHECKING:
+    from ..protocol.jsonrpc import JSONDict
     from .registry import Registry
 
 
@@ -42,10 +46,13 @@ class Settings:
         self.extensions = dict(extensions or {})
 
 
-def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
-    """Server capabilities, derived from what is registered."""
-    offered: dict[str, Any] = {}
-    # Changes reach listeners through subscriptions/listen (and legacy sessions), so
+def capabilities(
+    registry: Registry, settings: Settings, extensions: Mapping[str, JSONDict] | None = None
+) -> JSONDict:
+    """Server capabilities, derived from what is registered; ``extensions``: what the
+    extensions that joined the server offer now (:mod:`.extension`)."""
+    offered: JSONDict = {}
+    # Changes reach listeners through subscriptions/listen (and handshake-era sessions), so
     # listChanged and subscribe are always true for the features that exist.
     if registry.tools:
         offered["tools"] = {"listChanged": True}
@@ -57,16 +64,15 @@ def capabilities(registry: Registry, settings: Settings) -> dict[str, Any]:
         offered["completions"] = {}
     if settings.client_logging:
         offered["logging"] = {}
-    extensions = settings.extensions
+    declared: JSONDict = {}
+    # Apps and tasks are declared by what is registered, wherever it came from (a mounted
+    # server's app or task tool included): an app is a resource of the app MIME type.
+    if any(resource.mime_type == APP_MIME_TYPE for resource in registry.resources.values()):
+        declared[APPS_EXTENSION] = {}
+    declared.update(settings.extensions)
     if any(getattr(tool, "task_mode", None) for tool in registry.tools.values()):
-        from ..extensions.tasks.records import TASKS_EXTENSION
-
-        extensions = {**extensions, TASKS_EXTENSION: {}}
-    if registry.resources:
-        from ..extensions.apps import APPS_EXTENSION, offers_apps
-
-        if offers_apps(registry):
-            extensions = {APPS_EXTENSION: {}, **extensions}
-    if extensions:
-        offered["extensions"] = extensions
+        declared[TASKS_EXTENSION] = {}
+    declared.update(extensions or {})
+    if declared:
+        offered["extensions"] = declared
     return offered

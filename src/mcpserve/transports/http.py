@@ -155,7 +155,7 @@ class HTTPApp:
                 keepalive_seconds=keepalive_seconds,
                 challenge=self.challenge,
             )
-            if server.legacy is not None
+            if server.handshake is not None
             else None
         )
 

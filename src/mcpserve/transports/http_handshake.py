@@ -84,11 +84,11 @@ class LegacyHTTP:
         keepalive_seconds: float | None = 15.0,
         challenge: Challenge | None = None,
     ) -> None:
-        assert server.legacy is not None
+        assert server.handshake is not None
         self.keepalive_seconds = keepalive_seconds
         self._challenge = challenge
         self.server = server
-        self._legacy = server.legacy
+        self._legacy = server.handshake
         self._subscriptions = server.subscriptions
         self.max_requests_per_session = max_requests_per_session
         shared = (
@@ -179,7 +179,7 @@ class LegacyHTTP:
     async def _initialize(
         self, message: JSONDict, auth: Auth, send: ASGISend, http: Mapping[str, Any] | None
     ) -> None:
-        started, response = await self.server.legacy_initialize(message, auth, http)
+        started, response = await self.server.pipeline.handshake_initialize(message, auth, http)
         if started is None:
             await send_json(send, 400, response)
             return

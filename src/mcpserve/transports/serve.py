@@ -209,7 +209,7 @@ def require_shared_state(server: Server, processes: int) -> None:
     ``RuntimeError`` naming what to set.
     """
     server.require_shared_state_keys(processes)
-    if processes > 1 and server.legacy is not None and server.redis_url is None:
+    if processes > 1 and server.handshake is not None and server.redis_url is None:
         raise RuntimeError(
             f"Serving from {processes} processes needs the handshake era's sessions shared, or "
             "every 2025-11-25 (and older) client breaks at its second request: set "

@@ -76,8 +76,13 @@ class StdioSession:
         self.notifying: set[asyncio.Task[None]] = set()
         #: The handshake era's side of this connection (None when the server has none).
         self.legacy = (
-            StdioLegacy(server.legacy, server.subscriptions, self.send, server.legacy_initialize)
-            if server.legacy is not None
+            StdioLegacy(
+                server.handshake,
+                server.subscriptions,
+                self.send,
+                server.pipeline.handshake_initialize,
+            )
+            if server.handshake is not None
             else None
         )
 

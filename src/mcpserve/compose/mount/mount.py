@@ -67,7 +67,7 @@ class Mount:
         self.namespace = Namespace(namespace)
         self._listers = listers
         self._copier = Copier(
-            self.namespace, server.registry, server.runtime, middleware, tasks=lambda: parent.tasks
+            self.namespace, server.registry, server.runtime, middleware, tasks=parent.use_tasks
         )
         #: Per kind, what this mount put in the parent's registry, by the parent's key.
         self._mine: dict[str, dict[Any, Any]] = {kind: {} for kind in _KINDS}
@@ -273,18 +273,18 @@ class Mount:
             parent.changed("resources")
 
     def _child_skill_files(self) -> set[str]:
-        skills = self.server.served_skills
+        skills = self.server.skills
         return skills.file_uris() if skills is not None else set()
 
     def _sync_skills(self) -> None:
         """The child's skills, served by the parent's skills extension below the namespace
         (``skill://billing/refunds/SKILL.md``): listed by its ``skills/list``, read and
         browsed as its own."""
-        skills = self.server.served_skills
+        skills = self.server.skills
         theirs = {skill.uri: skill for skill in skills} if skills is not None else {}
         if not theirs and not self._skills:
             return
-        parent = self.parent.skills
+        parent = self.parent.use_skills()
         for uri, (skill, copy) in list(self._skills.items()):
             if theirs.get(uri) is not skill:
                 del self._skills[uri]

@@ -27,7 +27,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 import orjson
 from typing_extensions import Unpack
@@ -36,16 +36,40 @@ from ..._extras import needs_extra
 from .schemas import Translator, UnsupportedSchema, follow_refs
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import httpx2
 
     from ...server.entries.entry import Pool
-    from ...server.registering import Registering
-    from ...server.server import Server
+    from ...server.entries.kinds import ToolEntry
+    from ...server.registry import Registry
     from .calls import OperationTool
 
 logger = logging.getLogger("mcpserve")
 
-S = TypeVar("S", bound="Server[Any]")
+
+class ToolHost(Protocol):
+    """What registering the operations needs of a server."""
+
+    registry: Registry
+
+    def thread_pool(self) -> ThreadPoolExecutor: ...
+
+    def add_tool(self, fn: ToolEntry, /) -> ToolEntry: ...
+
+
+H_co = TypeVar("H_co", bound=ToolHost, covariant=True)
+S = TypeVar("S", bound=ToolHost)
+
+
+class ServerClass(Protocol[H_co]):
+    """A server class: made with a name, a version and a lifespan."""
+
+    def __call__(
+        self, name: str, version: str = ..., *, lifespan: Callable[[Any], Any] | None = ...
+    ) -> H_co: ...
+
+
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _UNSAFE_TOOL_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 _PREFIX = re.compile(r"[A-Za-z0-9_.\-]*")
@@ -210,7 +234,7 @@ def operation_tools(
 
 
 def add_openapi(
-    server: Registering,
+    server: ToolHost,
     spec: Mapping[str, Any] | str | bytes,
     *,
     client: httpx2.AsyncClient,
@@ -226,7 +250,7 @@ def add_openapi(
 
 
 def server_from_openapi(
-    cls: type[S],
+    cls: ServerClass[S],
     spec: Mapping[str, Any] | str | bytes,
     *,
     client: httpx2.AsyncClient,
@@ -253,7 +277,7 @@ def server_from_openapi(
     fetched = False
 
     @asynccontextmanager
-    async def register_at_start(server: Server[Any]) -> AsyncIterator[None]:
+    async def register_at_start(server: ToolHost) -> AsyncIterator[None]:
         nonlocal fetched
         if not fetched:  # a server started twice (tests, say) keeps the first tools
             add_openapi(server, await fetch_openapi(client, url), client=client, **selection)

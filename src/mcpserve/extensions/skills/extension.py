@@ -19,24 +19,27 @@ a skill's files and folders need its scopes (``docs/decisions.md``, "Skills and 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from ...protocol.constants import SKILLS_EXTENSION
 from ...protocol.core import Handler
 from ...protocol.errors import InternalError, InvalidParams, MethodNotFound
 from ...protocol.pagination import paginate
 from ...server.context.context import Context
 from ...server.entries.resources import CachePolicy, Resource
+from ...server.methods import Method
 from .skill import MARKDOWN, SKILL_FILE, InvalidSkill, Skill, as_text, media_type
 
 if TYPE_CHECKING:
+    from ...protocol.jsonrpc import JSONDict
     from ...server.entries.entry import Pool
     from ...server.entries.kinds import ResourceEntry
     from ...server.registry import Registry
     from ...server.settings import Settings
 
-SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 DIRECTORY = "inode/directory"
 Result = dict[str, Any]
 
@@ -80,15 +83,24 @@ class Skills:
     @directory_read.setter
     def directory_read(self, enabled: bool) -> None:
         self._directory_read = bool(enabled)
-        self._declare()
 
-    def _declare(self) -> None:
-        """Declare the extension while there are skills, as capabilities follow the registry."""
-        if self._skills:
-            declared = {"directoryRead": True} if self._directory_read else {}
-            self.settings.extensions[SKILLS_EXTENSION] = declared
-        else:
-            self.settings.extensions.pop(SKILLS_EXTENSION, None)
+    # -- joining a server (the seam of server/extension.py) ---------------------------------
+
+    key = SKILLS_EXTENSION
+
+    def capability(self) -> JSONDict | None:
+        """Declared while there are skills, as capabilities follow the registry."""
+        if not self._skills:
+            return None
+        return {"directoryRead": True} if self._directory_read else {}
+
+    def methods(self) -> Mapping[str, Method]:
+        """The extension's methods, on the 2026-07-28 wire only ("docs/decisions.md",
+        "Skills in both eras")."""
+        return {name: Method(handler, "modern") for name, handler in self.handlers().items()}
+
+    async def start(self, stack: AsyncExitStack) -> None:
+        return None
 
     def _require(self, method: str) -> None:
         if not self._skills:
@@ -131,7 +143,6 @@ class Skills:
         self._skills.update(batch)
         self._files.update(files)
         self._tree = None
-        self._declare()
         self.registry.changed("resources")  # one change for all the files, once they are served
 
     def remove(self, uri: str) -> Skill:
@@ -150,7 +161,6 @@ class Skills:
                 self.registry.resources.pop(file, None)
         del self._skills[uri], self._files[uri]
         self._tree = None
-        self._declare()
         self.registry.changed("resources")
         return skill
 

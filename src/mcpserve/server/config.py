@@ -1,0 +1,169 @@
+"""What ``Server(...)`` takes, as one typed record, and the environment variables it reads.
+
+``Server`` keeps flat keywords for its users; inside, :class:`ServerConfig` turns them into
+the records each part is built from (:class:`.settings.Settings`, :class:`.runtime.Runtime`,
+the subscription bus, the task store), so no part reads another's options from the server.
+The environment is read here and nowhere else in ``server/``: ``MCPSERVE_REDIS_URL``,
+``MCPSERVE_BUS``, ``MCPSERVE_TASK_STORE`` and ``MCPSERVE_STATE_KEYS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url
+from .entries.resources import CachePolicy
+from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
+from .runtime import AnswersWithoutState, Runtime
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from ..auth.resource import ResourceServer
+    from ..auth.tokens import TokenVerifier
+    from ..extensions.tasks.records import TaskStore
+    from ..protocol.jsonrpc import JSONDict
+
+logger = logging.getLogger("mcpserve")
+#: Where the shared Redis is named when ``redis_url`` is not given.
+REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
+#: Where the task store is named when ``task_store`` is not given.
+TASK_STORE_ENV = "MCPSERVE_TASK_STORE"
+
+
+class ServerOptions(TypedDict, total=False):
+    """The keywords of ``Server(name, version, ...)``; ``docs/reference.md`` has each."""
+
+    instructions: str | None
+    title: str | None
+    description: str | None
+    website_url: str | None
+    icons: list[JSONDict] | None
+    cache: CachePolicy | None
+    page_size: int | None
+    client_logging: bool
+    lifespan: Callable[[Any], AbstractAsyncContextManager[Any]] | None
+    max_threads: int | None
+    blocking_warning_seconds: float | None
+    server_info_in_results: bool
+    extensions: dict[str, JSONDict] | None
+    state_keys: list[tuple[str, bytes]] | None
+    state_ttl_seconds: float
+    max_input_rounds: int
+    answers_without_state: AnswersWithoutState
+    redis_url: str | None
+    bus: SubscriptionBus | str | None
+    subscription_queue_size: int
+    legacy: bool
+    legacy_client_timeout_seconds: float
+    task_store: TaskStore | str | None
+    auth: ResourceServer | TokenVerifier | None
+    raise_exceptions: bool
+    tracing: object
+
+
+#: What an option is when ``Server(...)`` is not given it (the others default to None).
+DEFAULTS: ServerOptions = {
+    "client_logging": False,
+    "blocking_warning_seconds": DEFAULT_BLOCKING_WARNING_SECONDS,
+    "server_info_in_results": True,
+    "state_ttl_seconds": 300.0,
+    "max_input_rounds": 10,
+    "answers_without_state": "ask",
+    "subscription_queue_size": 256,
+    "legacy": True,
+    "legacy_client_timeout_seconds": 120.0,
+    "raise_exceptions": False,
+}
+
+
+class ServerConfig:
+    """A server's options, checked, with the environment's defaults filled in."""
+
+    def __init__(self, name: str, version: str, options: ServerOptions) -> None:
+        unknown = set(options) - set(ServerOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"Server() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        self.name = name
+        self.version = version
+        self.options: ServerOptions = {**DEFAULTS, **options}
+        #: The Redis every process of this server shares: the subscription bus, handshake-era
+        #: sessions over HTTP, the task store. None: each process keeps its own.
+        self.redis_url = options.get("redis_url") or os.environ.get(REDIS_URL_ENV) or None
+        self.max_threads = options.get("max_threads") or min(32, (os.cpu_count() or 1) + 4)
+        self.handshake_era = self.options["legacy"]
+
+    def info(self) -> JSONDict:
+        """``serverInfo``: name, version and the display fields that were given."""
+        info: JSONDict = {"name": self.name, "version": self.version}
+        for key, option in (
+            ("title", "title"),
+            ("description", "description"),
+            ("websiteUrl", "website_url"),
+            ("icons", "icons"),
+        ):
+            value = self.options.get(option)
+            if value:
+                info[key] = value
+        return info
+
+    def settings(self) -> Settings:
+        o = self.options
+        return Settings(
+            self.info(),
+            instructions=o.get("instructions"),
+            cache=o.get("cache"),
+            page_size=o.get("page_size"),
+            client_logging=o["client_logging"],
+            extensions=o.get("extensions"),
+        )
+
+    def runtime(self) -> Runtime:
+        o = self.options
+        return Runtime(
+            client_logging=o["client_logging"],
+            client_timeout_seconds=o["legacy_client_timeout_seconds"],
+            state_keys=o.get("state_keys"),
+            state_ttl_seconds=o["state_ttl_seconds"],
+            max_input_rounds=o["max_input_rounds"],
+            answers_without_state=o["answers_without_state"],
+            loop_watch=LoopWatch(o["blocking_warning_seconds"]),
+        )
+
+    def bus(self) -> SubscriptionBus:
+        """``bus=`` (a bus or a URL), else ``$MCPSERVE_BUS``, else the shared Redis's pub/sub
+        when there is one, else this process's own."""
+        bus = self.options.get("bus")
+        if bus is None and self.redis_url is not None and not os.environ.get(BUS_ENV):
+            from ..backends.redis.bus import RedisBus
+
+            # One channel per server: two servers (or staging and production) sharing a
+            # Redis do not hear each other; pub/sub ignores the database number.
+            return RedisBus(self.redis_url, channel=f"mcpserve:{{{self.name}}}:events")
+        if bus is None or isinstance(bus, str):
+            bus = bus_from_url(bus)
+        chosen: SubscriptionBus = bus
+        if self.redis_url is not None and isinstance(bus, LocalBus):
+            logger.warning(
+                "Server %r: sessions are shared in Redis but the subscription bus "
+                "is this process's own (MCPSERVE_BUS=memory://): answers, "
+                "cancellations and notifications will not reach other processes",
+                self.name,
+            )
+        return chosen
+
+    def task_store(self) -> TaskStore:
+        """``task_store=`` (a store or a URL), else ``$MCPSERVE_TASK_STORE``, else the shared
+        Redis when there is one, else this process's memory."""
+        from ..extensions.tasks.runner import task_store_from_url
+
+        chosen = self.options.get("task_store")
+        if chosen is None:
+            chosen = os.environ.get(TASK_STORE_ENV) or self.redis_url or "memory://"
+        if isinstance(chosen, str):
+            return task_store_from_url(chosen, namespace=self.name)
+        store: TaskStore = chosen
+        return store
