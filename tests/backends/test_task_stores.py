@@ -116,7 +116,9 @@ class Backend:
                 (rows,) = db.execute("SELECT COUNT(*) FROM tasks").fetchone()
                 return int(rows)
         with self._sync_redis() as client:
-            keys = client.keys("*")  # KEYS skips (and drops) the expired ones
+            # The stores here keep the default namespace; a server of another test, still
+            # draining, may write its own keys in the shared redis-server meanwhile.
+            keys = client.keys("mcpserve:{mcpserve}:*")  # KEYS skips (and drops) expired ones
             # Nothing lives forever: every key carries the expiry of its task(s). PTTL is -1
             # for a key without one; 0 is a key in its last millisecond, and -2 one gone
             # since KEYS listed it.
