@@ -29,8 +29,9 @@ import pytest
 
 from listens import ACK, Listen, open_listen, open_stream, poll, tool
 from mcpserve import Server
+from mcpserve.backends.buses import bus_from_url
 from mcpserve.backends.redis.bus import DEFAULT_CHANNEL, RedisBus, redact
-from mcpserve.server.bus import LocalBus, bus_from_url
+from mcpserve.server.bus import LocalBus
 from redis_server import RedisServer
 from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, http_server_process
 

@@ -9,14 +9,16 @@ and to every other process on the same bus. Two buses ship with mcpserve:
   instance sharing the Redis server hears every change.
 
 Pick one with ``Server(bus=...)`` or the ``MCPSERVE_BUS`` environment variable
-(``redis://host:port/db``); :func:`bus_from_url` does the parsing. ``Server(redis_url=...)``
-(or ``MCPSERVE_REDIS_URL``), which names the Redis for everything shared, also picks the
-Redis bus when no bus is named.
+(``redis://host:port/db``); :func:`~mcpserve.backends.buses.bus_from_url` does the parsing.
+``Server(redis_url=...)`` (or ``MCPSERVE_REDIS_URL``), which names the Redis for everything
+shared, also picks the Redis bus when no bus is named.
+
+This module declares what a bus is; the buses that need more than this process live in
+``backends/`` and import it, never the other way round.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -57,15 +59,3 @@ class LocalBus:
 
     async def stop(self) -> None:
         self._deliver = None
-
-
-def bus_from_url(url: str | None = None) -> SubscriptionBus:
-    """The bus a URL names (``memory://`` or ``redis://...``); default ``$MCPSERVE_BUS``."""
-    url = url if url is not None else os.environ.get(BUS_ENV, "memory://")
-    if url in ("", "memory://", "local", "memory"):
-        return LocalBus()
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from ..backends.redis.bus import RedisBus
-
-        return RedisBus(url)
-    raise ValueError(f"Unknown subscription bus {url!r}: use memory:// or redis://host:port/db")

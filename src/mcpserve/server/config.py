@@ -15,7 +15,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .bus import BUS_ENV, LocalBus, SubscriptionBus, bus_from_url
+from ..backends.buses import bus_from_url
+from .bus import BUS_ENV, LocalBus, SubscriptionBus
 from .entries.resources import CachePolicy
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .runtime import AnswersWithoutState, Runtime
