@@ -671,7 +671,7 @@ async def test_a_shared_session_keeps_its_principal_on_another_instance(
         stolen = await two.post("/mcp", json=message, headers=bob)
         own = await two.post("/mcp", json={**message, "id": 3}, headers=alice)
         for app in apps:  # what the ASGI lifespan's shutdown does: closes the Redis client
-            await app.legacy.aclose()  # type: ignore[attr-defined]
+            await app.handshake.aclose()  # type: ignore[attr-defined]
     assert stolen.status_code == 404
     assert own.status_code == 200
     assert ran == ["add_note"]

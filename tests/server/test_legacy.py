@@ -148,8 +148,8 @@ class Served:
     @property
     def sessions(self) -> Any:
         """The sessions this process holds."""
-        assert self.app.legacy is not None
-        return self.app.legacy.sessions.local
+        assert self.app.handshake is not None
+        return self.app.handshake.sessions.local
 
 
 Serve = Callable[..., Awaitable[Served]]
@@ -204,8 +204,8 @@ async def serve(
 async def close_http(served: Served) -> None:
     for client in served.clients:
         await client.close()
-    if served.app.legacy is not None:
-        await served.app.legacy.aclose()
+    if served.app.handshake is not None:
+        await served.app.handshake.aclose()
 
 
 def legacy_init(version: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> Any:
@@ -821,7 +821,7 @@ async def test_delete_ends_the_session(serve: Serve) -> None:
     assert deleted.status == 200
     assert len(served.sessions) == 0
     # One sink per app, whatever the number of sessions: none is left behind by a session.
-    assert served.server.subscriptions.sinks == {served.app.legacy.sessions._on_event}
+    assert served.server.subscriptions.sinks == {served.app.handshake.sessions._on_event}
     assert (await client.post(legacy_request(2, "ping"))).status == 404
     assert (await client.get()).status == 404
     assert (await client.delete()).status == 404

@@ -17,6 +17,10 @@ facts (version, client capabilities, log level) taken from the session instead o
   output is not one is published wrapped, ``{"result": <value>}``, with a matching schema
   (what the official SDK does), and a handshake-era client gets structured output too;
 * a missing resource is -32002 (with ``data.uri``) instead of -32602.
+
+What a session hears of the server's changes is :func:`notification_for`; a question to the
+client that can no longer be answered fails with :class:`SessionEnded`. How a message finds
+its session, and a session its end, is the era's state machine (``handshake_state.py``).
 """
 
 from __future__ import annotations
@@ -25,12 +29,18 @@ from enum import Enum
 from typing import Any
 
 from . import constants as c
+from .jsonrpc import JSONDict, notification
 from .meta import RequestMeta
 
 #: What a legacy ``initialize`` gets when it asks for a version we do not speak.
 NEWEST_LEGACY = c.LEGACY_VERSIONS[0]
 RESOURCE_NOT_FOUND = -32002
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
+_LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
+
+
+class SessionEnded(ConnectionError):
+    """The session went away (the client deleted it, or disconnected) before it answered."""
 
 
 class Era(Enum):
@@ -202,3 +212,16 @@ def legacy_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
     ):
         return {**error, "code": RESOURCE_NOT_FOUND}
     return error
+
+
+def notification_for(event: JSONDict, session: Session) -> JSONDict | None:
+    """What a session hears of a change on the server's event stream (a bus event): list
+    changes, and updates of the resources it subscribed to."""
+    kind = event.get("type")
+    if kind in _LIST_CHANGES:
+        return notification(f"notifications/{kind}/list_changed")
+    if kind == "updated":
+        uri = event.get("uri")
+        if isinstance(uri, str) and session.wants_update(uri):
+            return notification("notifications/resources/updated", {"uri": uri})
+    return None

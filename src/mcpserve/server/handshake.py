@@ -9,8 +9,6 @@ what only the handshake era has, whatever the transport:
 * the methods only a session has (:meth:`Legacy.handlers`): ``ping``, ``logging/setLevel``,
   ``resources/subscribe`` and ``resources/unsubscribe``; ``initialize`` again is an error,
   and ``server/discover`` and ``subscriptions/listen`` are modern-only (-32601);
-* :func:`notification_for`: a change on the subscription bus as the notification a session
-  hears;
 * :func:`ask_client`: ``ctx.elicit``, ``ctx.sample`` and ``ctx.list_roots`` as real requests
   to the client, which the transport sends (``Request.ask``) and this awaits with a
   timeout. The handler's code is the same in both eras.
@@ -35,9 +33,8 @@ from ..protocol.errors import (
     MissingClientCapability,
     ToolError,
 )
-from ..protocol.handshake import Session, negotiate
-from ..protocol.jsonrpc import JSONDict, error_response, notification
-from .bus import Event
+from ..protocol.handshake import Session, SessionEnded, negotiate
+from ..protocol.jsonrpc import JSONDict, error_response
 from .context.rounds import MISSING, InputRequest
 from .settings import Settings, capabilities
 
@@ -57,11 +54,6 @@ MODERN_ONLY = frozenset(
     }
 )
 _ASK_ATTEMPTS = 3
-_LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
-
-
-class SessionEnded(ConnectionError):
-    """The session went away (the client deleted it, or disconnected) before it answered."""
 
 
 class Legacy:
@@ -160,18 +152,6 @@ def _session(ctx: Context) -> Session:
     session = ctx.request.session
     assert session is not None, "a legacy method runs inside a session"
     return session
-
-
-def notification_for(event: Event, session: Session) -> JSONDict | None:
-    """What a session hears of a bus event: list changes, and updates of its subscriptions."""
-    kind = event.get("type")
-    if kind in _LIST_CHANGES:
-        return notification(f"notifications/{kind}/list_changed")
-    if kind == "updated":
-        uri = event.get("uri")
-        if isinstance(uri, str) and session.wants_update(uri):
-            return notification("notifications/resources/updated", {"uri": uri})
-    return None
 
 
 # -- questions to the client, as real requests ------------------------------------------

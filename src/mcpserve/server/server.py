@@ -52,6 +52,7 @@ from .bus import resource_updated
 from .config import ServerConfig, ServerOptions
 from .context.context import Context
 from .custom import CustomMethod
+from .endpoint import ServerEndpoint
 from .entries.kinds import is_entry
 from .entries.options import Options, ResourceOptions, ToolOptions
 from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
@@ -576,6 +577,10 @@ class Server(Generic[StateT]):
 
     # -- answering ---------------------------------------------------------------------------
 
+    def endpoint(self) -> ServerEndpoint:
+        """What the transports read of this server (``transports/endpoint.py``)."""
+        return ServerEndpoint(self)
+
     @property
     def dispatcher(self) -> Dispatcher[Context]:
         """The request pipeline (:mod:`.pipeline`): the transports answer through it."""
@@ -643,7 +648,7 @@ class Server(Generic[StateT]):
         allowed hosts and origins, keep-alive, ``auth``, ``authenticate``)."""
         from ..transports.serve import build_http_app
 
-        app: ASGIApp = build_http_app(self, path, **options)
+        app: ASGIApp = build_http_app(self.endpoint(), path, **options)
         return app
 
     def run(
@@ -667,10 +672,10 @@ class Server(Generic[StateT]):
         from ..transports.stdio import run_stdio
 
         if transport == "stdio":
-            run_stdio(self, **app_options)
+            run_stdio(self.endpoint(), **app_options)
         elif transport == "http":
             run_http(
-                self,
+                self.endpoint(),
                 host=host,
                 port=port,
                 path=path,

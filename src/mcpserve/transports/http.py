@@ -39,9 +39,12 @@ whose token lacks a scope that a tool, resource or prompt needs is answered 403 
 step-up challenge (``auth/resource.py``).
 
 Handshake-era clients (2025-11-25 and earlier) share the endpoint, with one hand-off: a
-message the era rule gives to the handshake era (no per-request ``_meta``, and an
-``initialize``, an ``Mcp-Session-Id`` or a legacy ``MCP-Protocol-Version``), and a GET or
-DELETE with a session id, go to ``http_legacy.py``. Everything with ``_meta`` is modern.
+message the era's rules give to the handshake era (``protocol/handshake_state.py``: no
+per-request ``_meta``, and an ``initialize``, an ``Mcp-Session-Id`` or a handshake-era
+``MCP-Protocol-Version``), and a GET or DELETE with a session id, go to
+``http_handshake.py``. Everything with ``_meta`` is modern.
+
+The app reads the server only through its :class:`~.endpoint.Endpoint`.
 
 Errors from the handler itself (an unknown tool, a resource that does not exist, -32603)
 are ordinary JSON-RPC answers with status 200 (``docs/decisions.md``, "HTTP status of
@@ -63,9 +66,11 @@ from ..protocol import constants as c
 from ..protocol import http_headers as hh
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
+from ..protocol.handshake_state import Route
 from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
 from .disconnects import DisconnectWatch
-from .http_handshake import SESSION_HEADER, LegacyHTTP
+from .endpoint import Endpoint, Servable, endpoint_of
+from .http_handshake import SESSION_HEADER, HTTPHandshake
 from .origin import OriginPolicy
 from .responses import (
     ResponseStream,
@@ -79,7 +84,6 @@ from .responses import (
 
 if TYPE_CHECKING:
     from ..auth.resource import ResourceServer
-    from ..server.server import Server
 
 logger = logging.getLogger("mcpserve.http")
 
@@ -109,7 +113,7 @@ class HTTPApp:
 
     def __init__(
         self,
-        server: Server,
+        server: Endpoint | Servable,
         *,
         path: str = "/mcp",
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -124,7 +128,7 @@ class HTTPApp:
     ) -> None:
         if authenticate is not None and resource_server is not None:
             raise TypeError("Give auth= (OAuth bearer tokens) or authenticate=, not both")
-        self.server = server
+        self.endpoint = endpoint = endpoint_of(server)
         self.authenticate = authenticate
         self.resource_server = resource_server
         self._metadata_paths = resource_server.metadata_paths if resource_server else frozenset()
@@ -142,20 +146,20 @@ class HTTPApp:
         self.sole_process = False
         #: The server has a lifespan no one has run yet (docs/decisions.md, "A lifespan
         #: the host never ran"); checked on each request until it has run.
-        self._lifespan_pending = server.lifespan is not None
+        self._lifespan_pending = endpoint.has_lifespan
         self._late_start: asyncio.Future[None] | None = None
         self._accepted_hosts: set[bytes | None] = set()
         #: The handshake era's side of this app (None when the server has none).
-        self.legacy = (
-            LegacyHTTP(
-                server,
+        self.handshake = (
+            HTTPHandshake(
+                endpoint,
                 max_sessions=max_sessions,
                 idle_seconds=session_idle_seconds,
                 max_requests_per_session=max_requests_per_session,
                 keepalive_seconds=keepalive_seconds,
                 challenge=self.challenge,
             )
-            if server.handshake is not None
+            if endpoint.handshake is not None
             else None
         )
 
@@ -172,11 +176,11 @@ class HTTPApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if not self.sole_process and not self.server.runtime.state_keys_shared:
+                if not self.sole_process and not self.endpoint.state_keys_shared:
                     logger.warning(_PER_PROCESS_KEY)
                 try:
                     self._lifespan_pending = False
-                    self._lifespan_context = self.server.running()
+                    self._lifespan_context = self.endpoint.running()
                     await self._lifespan_context.__aenter__()
                 except Exception as exc:
                     logger.exception("Lifespan startup failed")
@@ -184,8 +188,8 @@ class HTTPApp:
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                if self.legacy is not None:
-                    await self.legacy.aclose()
+                if self.handshake is not None:
+                    await self.handshake.aclose()
                 if self.resource_server is not None:
                     await self.resource_server.aclose()
                 if self._lifespan_context is not None:
@@ -253,9 +257,9 @@ class HTTPApp:
             auth = outcome
         method = scope["method"]
         if method != "POST":
-            legacy = self.legacy
-            if method in ("GET", "DELETE") and legacy is not None and _SESSION_HEADER in headers:
-                await legacy.stream(method, hh.decode_headers(raw), auth, receive, send)
+            handshake = self.handshake
+            if method in ("GET", "DELETE") and handshake is not None and _SESSION_HEADER in headers:
+                await handshake.stream(method, hh.decode_headers(raw), auth, receive, send)
             else:
                 await send_plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
@@ -281,18 +285,27 @@ class HTTPApp:
         except MCPError as exc:
             await send_json(send, 400, error_response(readable_id(message), exc))
             return
-        if self.legacy is not None and self.legacy.claims(message, kind, headers):
-            await self.legacy.post(
-                message, kind, hh.decode_headers(raw), auth, receive, send, http=scope
-            )
-            return
+        if self.handshake is not None:
+            era_route = self.handshake.route(message, kind, headers)
+            if era_route is not Route.MODERN:
+                await self.handshake.post(
+                    era_route,
+                    message,
+                    kind,
+                    hh.decode_headers(raw),
+                    auth,
+                    receive,
+                    send,
+                    http=scope,
+                )
+                return
         if kind is Kind.NOTIFICATION:
             try:
                 hh.check_notification_headers(hh.decode_headers(raw), message)
             except MCPError as exc:
                 await send_json(send, 400, error_response(None, exc))
                 return
-            dispatcher = self.server.dispatcher
+            dispatcher = self.endpoint.dispatcher
             if dispatcher.receives(message["method"]):
                 await dispatcher.notify(message, auth=auth, http=scope)
             await send_plain(send, 202, b"")
@@ -314,15 +327,15 @@ class HTTPApp:
         self._lifespan_pending = False
 
     async def _start_late(self) -> None:
-        if self.server.running_count:  # the host entered server.running() itself
+        if self.endpoint.is_running:  # the host entered server.running() itself
             return
         logger.warning(
             "Server %r: the ASGI host did not run this app's lifespan (a Starlette or FastAPI "
             "Mount does not forward it), so it starts now, at the first request, and will not "
             "be shut down cleanly. Enter it in the host's lifespan: async with server.running()",
-            self.server.name,
+            self.endpoint.name,
         )
-        self._lifespan_context = self.server.running()
+        self._lifespan_context = self.endpoint.running()
         await self._lifespan_context.__aenter__()
 
     def challenge(self, error: JSONDict) -> list[tuple[bytes, bytes]]:
@@ -363,7 +376,7 @@ class HTTPApp:
         send: ASGISend,
     ) -> None:
         """A request, after the checks every POST gets: the dispatcher's two steps."""
-        dispatcher = self.server.dispatcher
+        dispatcher = self.endpoint.dispatcher
         checks = hh.HeaderChecks(headers, scope["headers"])
         try:
             request = dispatcher.prepare(message, auth=auth, checks=checks, http=scope)

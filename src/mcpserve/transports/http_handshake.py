@@ -1,13 +1,15 @@
 """Streamable HTTP for handshake-era clients (2025-11-25 and earlier), beside the modern app.
 
-``http.py`` hands over what the era rule gives to the handshake era (:meth:`LegacyHTTP.claims`)
-and every GET or DELETE with a session id. This module serves it: ``initialize`` (which mints
-an ``Mcp-Session-Id``), every later POST of the session, the standalone ``GET`` stream,
-``GET`` with ``Last-Event-ID`` to resume a stream, and ``DELETE`` to end a session.
+``http.py`` hands over what the era's rules give to the handshake era
+(:meth:`HTTPHandshake.route`, which feeds ``protocol/handshake_state.py`` what HTTP knows: a
+session id, and the ``MCP-Protocol-Version``) and every GET or DELETE with a session id. This
+module serves it: ``initialize`` (which mints an ``Mcp-Session-Id``), every later POST of the
+session, the standalone ``GET`` stream, ``GET`` with ``Last-Event-ID`` to resume a stream,
+and ``DELETE`` to end a session.
 
-An :class:`~.http_sessions.HTTPSession` holds what the session needs over HTTP (the era's
+An :class:`~.sessions.store.HTTPSession` holds what the session needs over HTTP (the era's
 facts, its resumable streams, its running requests and its questions to the client), kept
-in a bounded :class:`~.http_sessions.SessionStore`. Each request runs in a task owned by
+in a bounded :class:`~.sessions.store.SessionStore`. Each request runs in a task owned by
 its session, writing to an
 :class:`~mcpserve.transports.sse.EventStream`; the POST's connection only reads that stream.
 If the client disconnects, the request goes on (in this era a disconnect is not a
@@ -15,11 +17,12 @@ cancellation, ``notifications/cancelled`` is) and the client can resume the stre
 whose handler sends nothing before its result is answered as ``application/json``.
 
 With a shared Redis (``Server(redis_url=...)``) the session's facts live there
-(:class:`~.shared_sessions.SharedSessions`), every process serves every request of every
-session, and what must reach the process holding a request or stream travels on the
-subscription bus as a session event: a client's answer to the server's question, a
-cancellation, a changed log level or subscription, the session's end, a new standalone
-stream. Without Redis, sessions live in this process, as in a single-process deployment.
+(:class:`~mcpserve.backends.redis.sessions.SharedSessions`), every process serves every
+request of every session, and what must reach the process holding a request or stream travels
+on the server's event stream (the subscription bus) as a session event: a client's answer to
+the server's question, a cancellation, a changed log level or subscription, the session's
+end, a new standalone stream. Without Redis, sessions live in this process, as in a
+single-process deployment.
 """
 
 from __future__ import annotations
@@ -28,21 +31,19 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
 from ..protocol.core import Auth, answered, refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
-from ..protocol.handshake import Era, era_of
+from ..protocol.handshake_state import Peer, Route, route
 from ..protocol.jsonrpc import JSONDict, Kind, error_response, readable_id
+from .endpoint import Endpoint
 from .responses import Challenge, send_answer, send_json
 from .sessions.directory import SessionDirectory, StoreUnavailable, TooManySessions
 from .sessions.store import HTTPSession, SessionStore
 from .sse import SSE_HEADERS, EventStream
-
-if TYPE_CHECKING:
-    from ..server.server import Server
 
 logger = logging.getLogger("mcpserve.http")
 
@@ -52,12 +53,12 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 SESSION_HEADER = "mcp-session-id"
 _SESSION_BYTES = SESSION_HEADER.encode()
 _VERSION_BYTES = b"mcp-protocol-version"
-_LEGACY_VERSIONS = frozenset(version.encode() for version in c.LEGACY_VERSIONS)
+_HANDSHAKE_VERSIONS = frozenset(version.encode() for version in c.LEGACY_VERSIONS)
 _UNAVAILABLE = "The shared session store is unavailable; try again shortly"
 
 
 class StreamSink:
-    """What a legacy handler's ``send`` is: pushes to its stream, and can detach it."""
+    """What a handshake-era handler's ``send`` is: pushes to its stream, and can detach it."""
 
     __slots__ = ("stream",)
 
@@ -71,12 +72,12 @@ class StreamSink:
         self.stream.detach(retry_ms)
 
 
-class LegacyHTTP:
+class HTTPHandshake:
     """Sessions and streams of the handshake-era clients of one HTTP app."""
 
     def __init__(
         self,
-        server: Server,
+        endpoint: Endpoint,
         *,
         max_sessions: int,
         idle_seconds: float,
@@ -84,37 +85,36 @@ class LegacyHTTP:
         keepalive_seconds: float | None = 15.0,
         challenge: Challenge | None = None,
     ) -> None:
-        assert server.handshake is not None
+        assert endpoint.handshake is not None
         self.keepalive_seconds = keepalive_seconds
         self._challenge = challenge
-        self.server = server
-        self._legacy = server.handshake
-        self._subscriptions = server.subscriptions
+        self.endpoint = endpoint
+        self._front = endpoint.handshake
         self.max_requests_per_session = max_requests_per_session
         shared = (
             SharedSessions(
-                server.redis_url,
-                namespace=server.name,
+                endpoint.redis_url,
+                namespace=endpoint.name,
                 max_sessions=max_sessions,
                 idle_seconds=idle_seconds,
             )
-            if server.redis_url
+            if endpoint.redis_url
             else None
         )
         local = SessionStore(max_sessions=max_sessions, idle_seconds=idle_seconds)
-        self.sessions = SessionDirectory(local, shared, server.subscriptions)
+        self.sessions = SessionDirectory(local, shared, endpoint.events)
 
-    def claims(self, message: JSONDict, kind: Kind, headers: Mapping[bytes, bytes]) -> bool:
-        """Whether a POSTed message belongs to the handshake era: no per-request ``_meta``,
-        and an ``initialize``, a session id, or a legacy (or no) ``MCP-Protocol-Version`` on
-        a request."""
-        era = era_of(message)
-        if era is not Era.IN_CONTEXT:
-            return era is Era.HANDSHAKE
-        if _SESSION_BYTES in headers:
-            return True
+    def route(self, message: JSONDict, kind: Kind, headers: Mapping[bytes, bytes]) -> Route:
+        """Where a POSTed message goes (:data:`~mcpserve.protocol.handshake_state.ROUTES`):
+        a session id places it in a session; outside one, a handshake-era (or no)
+        ``MCP-Protocol-Version`` is the handshake era's."""
         version = headers.get(_VERSION_BYTES)
-        return kind is Kind.REQUEST and (version is None or version.strip() in _LEGACY_VERSIONS)
+        peer = (
+            Peer.HANDSHAKE_HEADERS
+            if version is None or version.strip() in _HANDSHAKE_VERSIONS
+            else Peer.MODERN_HEADERS
+        )
+        return route(message, kind, in_session=_SESSION_BYTES in headers, peer=peer)
 
     def close(self) -> None:
         self.sessions.close()
@@ -126,6 +126,7 @@ class LegacyHTTP:
 
     async def post(
         self,
+        route: Route,
         message: JSONDict,
         kind: Kind,
         headers: Mapping[str, str],
@@ -140,11 +141,11 @@ class LegacyHTTP:
             error = InvalidRequest(problem)
             await send_json(send, 400, error_response(readable_id(message), error))
             return
-        if kind is Kind.REQUEST and message["method"] == "initialize":
+        if route is Route.INITIALIZE:
             await self._initialize(message, auth, send, http)
             return
         session_id = headers.get(SESSION_HEADER)
-        if session_id is None:
+        if route is Route.NEEDS_SESSION or session_id is None:
             error = InvalidRequest("Bad request: Mcp-Session-Id is required (send initialize)")
             await send_json(send, 400, error_response(readable_id(message), error))
             return
@@ -159,16 +160,16 @@ class LegacyHTTP:
             error = InvalidRequest("Session not found: send initialize to start a new one")
             await send_json(send, 404, error_response(readable_id(message), error))
             return
-        if kind is Kind.REQUEST:
+        if route is Route.CLIENT_ANSWER:
+            await self.sessions.answer(session, message)
+        elif kind is Kind.REQUEST:
             await self._request(message, session, auth, receive, send, http)
             return
-        if kind is Kind.RESPONSE:
-            await self.sessions.answer(session, message)
         else:
             if message["method"] == "notifications/cancelled":
                 params = message.get("params")
                 await self.sessions.cancel(session, _request_id(params))
-            dispatcher = self.server.dispatcher
+            dispatcher = self.endpoint.dispatcher
             if dispatcher.receives(message["method"]):
                 await dispatcher.notify(message, auth=auth, session=session.session, http=http)
         await send(
@@ -179,7 +180,7 @@ class LegacyHTTP:
     async def _initialize(
         self, message: JSONDict, auth: Auth, send: ASGISend, http: Mapping[str, Any] | None
     ) -> None:
-        started, response = await self.server.pipeline.handshake_initialize(message, auth, http)
+        started, response = await self._front.initialize(message, auth, http)
         if started is None:
             await send_json(send, 400, response)
             return
@@ -246,7 +247,7 @@ class LegacyHTTP:
         http: Mapping[str, Any] | None,
     ) -> None:
         """One request, in its own task: the dispatcher's two steps, answered on ``stream``."""
-        dispatcher = self.server.dispatcher
+        dispatcher = self.endpoint.dispatcher
         sink = StreamSink(stream)
         ask = functools.partial(session.outgoing.call, sink, owner=asyncio.current_task())
         before = session.session.state()
@@ -259,7 +260,7 @@ class LegacyHTTP:
             except MCPError as exc:
                 response = error_response(message["id"], exc)
             except Exception:  # the dispatcher answers every handler error: this is a bug
-                logger.exception("Legacy request failed")
+                logger.exception("Handshake-era request failed")
                 response = error_response(message["id"], InternalError("Internal error"))
             if session.session.state() != before and not await self.sessions.share(session, before):
                 response = error_response(message["id"], InternalError(_UNAVAILABLE))
@@ -343,7 +344,7 @@ def _problem(exc: Exception) -> str:
 
 
 def _version_problem(headers: Mapping[str, str]) -> str | None:
-    """A legacy request's ``MCP-Protocol-Version``, when sent, must be one we speak."""
+    """A handshake-era request's ``MCP-Protocol-Version``, when sent, must be one we speak."""
     version = headers.get("mcp-protocol-version")
     if version is None or version.strip() in c.LEGACY_VERSIONS:
         return None

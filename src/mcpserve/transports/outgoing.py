@@ -4,8 +4,9 @@ In the handshake era a handler's ``ctx.elicit`` (or ``sample``, ``list_roots``) 
 JSON-RPC request to the client, with an id the server chooses; the client answers with a
 JSON-RPC response (a line on stdin, or a POST over HTTP) that :meth:`OutgoingRequests.receive`
 routes back. Waiting has no deadline here: the caller puts one around it
-(``server/handshake.py``). When the session ends, every question still waiting fails with
-:class:`~mcpserve.server.handshake.SessionEnded`, which the handler sees as a clear error.
+(``server/handshake.py``, ``ask_client``). When the session ends, every question still
+waiting fails with :class:`~mcpserve.protocol.handshake.SessionEnded`, which the handler sees
+as a clear error.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol.errors import MCPError
+from ..protocol.handshake import SessionEnded
 from ..protocol.jsonrpc import JSONDict, is_valid_id
-from ..server.handshake import SessionEnded
 
 
 class OutgoingRequests:

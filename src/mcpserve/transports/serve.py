@@ -1,5 +1,8 @@
 """Serving a ``Server``: building the ASGI app, and running stdio or uvicorn.
 
+Each entry point takes the server's :class:`~.endpoint.Endpoint` (what ``Server.run`` and
+``Server.http_app`` pass), or the server itself.
+
 Kept apart from the server so that ``import mcpserve`` loads no HTTP machinery: uvicorn
 is imported only when HTTP is served.
 
@@ -28,18 +31,16 @@ import socket
 import threading
 from collections.abc import Mapping
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._extras import needs_extra
+from .endpoint import Endpoint, Servable, endpoint_of
 from .http import Authenticate, HTTPApp
 from .origin import OriginPolicy
 
-if TYPE_CHECKING:
-    from ..server.server import Server
-
 
 def build_http_app(
-    server: Server,
+    server: Endpoint | Servable,
     path: str = "/mcp",
     *,
     max_body_bytes: int = 4 * 1024 * 1024,
@@ -56,14 +57,15 @@ def build_http_app(
     max_requests_per_session: int = 64,
 ) -> HTTPApp:
     """See :meth:`Server.http_app`."""
+    endpoint = endpoint_of(server)
     resource_server = None
-    chosen = auth if auth is not None else server.auth
+    chosen = auth if auth is not None else endpoint.auth
     if chosen is not None:
         from ..auth.resource import as_resource_server  # loads nothing of JOSE or httpx2
 
         # What the server's entries declare is what clients are told to ask for, as it is
         # when they ask: entries registered, mounted or forwarded after this app is built too.
-        declared = server.registry.declared_scopes
+        declared = endpoint.declared_scopes
         resource_server = as_resource_server(chosen).with_declared_scopes(declared)
         # The URL tokens are issued for is the one clients use: its host is allowed.
         public_url = public_url or resource_server.resource
@@ -74,7 +76,7 @@ def build_http_app(
         public_url=public_url,
     )
     return HTTPApp(
-        server,
+        endpoint,
         path=path,
         max_body_bytes=max_body_bytes,
         origin_policy=policy,
@@ -89,7 +91,7 @@ def build_http_app(
 
 
 def run_http(
-    server: Server,
+    server: Endpoint | Servable,
     *,
     host: str,
     port: int,
@@ -113,11 +115,12 @@ def run_http(
 
     sock = listening_socket(host, port)  # a port in use is said before the lifespan runs
     try:
-        app = build_http_app(server, path, bind_host=host, **app_options)
+        endpoint = endpoint_of(server)
+        app = build_http_app(endpoint, path, bind_host=host, **app_options)
         app.sole_process = True
 
         def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
-            end_listens_on_exit_signals(server)
+            end_listens_on_exit_signals(endpoint)
             return app
 
         config = uvicorn.Config(
@@ -199,7 +202,7 @@ def check_port(host: str, port: int) -> None:
     listening_socket(host, port).close()
 
 
-def require_shared_state(server: Server, processes: int) -> None:
+def require_shared_state(server: Endpoint | Servable, processes: int) -> None:
     """Refuse to serve from several ``processes`` what each would keep to itself.
 
     A ``requestState`` sealed with a key one process made up is refused by the others
@@ -208,8 +211,9 @@ def require_shared_state(server: Server, processes: int) -> None:
     reaching another process, would be refused as being of no session. Raises
     ``RuntimeError`` naming what to set.
     """
-    server.require_shared_state_keys(processes)
-    if processes > 1 and server.handshake is not None and server.redis_url is None:
+    endpoint = endpoint_of(server)
+    endpoint.require_shared_state_keys(processes)
+    if processes > 1 and endpoint.handshake is not None and endpoint.redis_url is None:
         raise RuntimeError(
             f"Serving from {processes} processes needs the handshake era's sessions shared, or "
             "every 2025-11-25 (and older) client breaks at its second request: set "
@@ -218,7 +222,7 @@ def require_shared_state(server: Server, processes: int) -> None:
         )
 
 
-def end_listens_on_exit_signals(server: Server) -> None:
+def end_listens_on_exit_signals(server: Endpoint | Servable) -> None:
     """Before the handlers now installed for SIGINT and SIGTERM (uvicorn's), end every open
     ``subscriptions/listen`` gracefully, each with its final result.
 
@@ -228,11 +232,12 @@ def end_listens_on_exit_signals(server: Server) -> None:
     """
     if threading.current_thread() is not threading.main_thread():
         return
+    events = endpoint_of(server).events
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous = signal.getsignal(sig)
 
         def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
-            server.subscriptions.end_all()
+            events.end_listens()
             if callable(previous):
                 previous(signum, frame)
 

@@ -12,9 +12,10 @@ Theory of operation:
   Serving goes on. A line longer than ``max_message_bytes`` is discarded and answered -32600.
 * ``notifications/cancelled`` cancels the matching task; a cancelled request writes
   nothing more, not even a late result. Unknown or finished ids are ignored.
-* The handshake era has one hand-off: a message the era rule gives to it goes to
-  :class:`~.stdio_legacy.StdioLegacy` first (``initialize``, and everything after it
-  without ``_meta``).
+* The handshake era has one hand-off: a message the era's rules give to it
+  (``protocol/handshake_state.py``) goes to :class:`~.stdio_handshake.StdioHandshake` first
+  (``initialize``, and everything after it without ``_meta``).
+* The server is reached only through its :class:`~.endpoint.Endpoint`.
 * At EOF the server stops reading and ends the client's subscriptions (each with its final
   result); requests still running get ``shutdown_grace`` seconds (default 5) to answer,
   then are cancelled, and it returns: a client closing stdin sees the server exit promptly.
@@ -34,10 +35,11 @@ import stat
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol.core import refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
+from ..protocol.handshake_state import Route
 from ..protocol.jsonrpc import (
     JSONDict,
     Kind,
@@ -50,10 +52,8 @@ from ..protocol.jsonrpc import (
     notification,
     readable_id,
 )
-from .stdio_handshake import StdioLegacy
-
-if TYPE_CHECKING:
-    from ..server.server import Server
+from .endpoint import Endpoint, Servable, endpoint_of
+from .stdio_handshake import StdioHandshake
 
 logger = logging.getLogger("mcpserve.stdio")
 
@@ -68,22 +68,16 @@ _LISTEN_RECHECK = 0.05
 class StdioSession:
     """The message loop of one stdio connection, independent of real file descriptors."""
 
-    def __init__(self, server: Server, write: Callable[[bytes], None]) -> None:
-        self.server = server
+    def __init__(self, server: Endpoint | Servable, write: Callable[[bytes], None]) -> None:
+        self.endpoint = endpoint_of(server)
         self._write = write
         self.inflight: dict[RequestId, asyncio.Task[None]] = {}
         #: Client notifications being handled (``@server.notification``, middleware).
         self.notifying: set[asyncio.Task[None]] = set()
         #: The handshake era's side of this connection (None when the server has none).
-        self.legacy = (
-            StdioLegacy(
-                server.handshake,
-                server.subscriptions,
-                self.send,
-                server.pipeline.handshake_initialize,
-            )
-            if server.handshake is not None
-            else None
+        front = self.endpoint.handshake
+        self.handshake = (
+            StdioHandshake(front, self.endpoint.events, self.send) if front is not None else None
         )
 
     def send(self, message: JSONDict) -> None:
@@ -102,13 +96,13 @@ class StdioSession:
             return
         try:
             if (
-                self.legacy is not None
+                self.handshake is not None
                 and isinstance(message, dict)
                 and message.get("method") == "initialize"
                 and classify(message) is Kind.REQUEST
-                and self.legacy.claims(message)
+                and self.handshake.route(message, Kind.REQUEST) is Route.INITIALIZE
             ):
-                await self.legacy.initialize(message)  # awaited: it may pass through middleware
+                await self.handshake.initialize(message)  # awaited: it may pass through middleware
             else:
                 self._receive(message)
         except MCPError as exc:
@@ -127,13 +121,16 @@ class StdioSession:
         kind = classify(message)
         assert isinstance(message, dict)
         session = None
-        if self.legacy is not None and self.legacy.claims(message):
-            session = self.legacy.accept(message, kind)
-            if session is None:
-                return  # answered by the handshake era itself
+        handshake = self.handshake
+        if handshake is not None:
+            route = handshake.route(message, kind)
+            if route is not Route.MODERN:
+                session = handshake.accept(message, route)
+                if session is None:
+                    return  # answered by the handshake era itself
         if kind is Kind.NOTIFICATION:
             self._notification(message)
-            dispatcher = self.server.dispatcher
+            dispatcher = self.endpoint.dispatcher
             if dispatcher.receives(message["method"]):
                 handling = asyncio.create_task(dispatcher.notify(message, session=session))
                 self.notifying.add(handling)  # held until done: the loop keeps weak references
@@ -144,8 +141,8 @@ class StdioSession:
         request_id = message["id"]
         if request_id in self.inflight:
             raise refuse_duplicate_id()
-        dispatcher = self.server.dispatcher
-        ask = self.legacy.ask if session is not None and self.legacy is not None else None
+        dispatcher = self.endpoint.dispatcher
+        ask = handshake.ask if session is not None and handshake is not None else None
         request = dispatcher.prepare(message, send=self._send_related, session=session, ask=ask)
         answer = dispatcher.execute(request)
         if isinstance(answer, dict):
@@ -183,18 +180,18 @@ class StdioSession:
             task.cancel()
 
     async def finish(self, grace: float | None = DEFAULT_SHUTDOWN_GRACE) -> None:
-        """The client is gone. Its legacy session goes (questions to it fail), its open
+        """The client is gone. Its handshake-era session goes (questions to it fail), its open
         subscriptions end with their final results, and in-flight requests get ``grace``
         seconds (``None``: as long as they take) before they are cancelled, answering
         nothing more."""
-        if self.legacy is not None:
-            self.legacy.end()
+        if self.handshake is not None:
+            self.handshake.end()
         loop = asyncio.get_running_loop()
         deadline = None if grace is None else loop.time() + grace
         while self.inflight:
             tasks = set(self.inflight.values())
             # Again on every pass: a listen still starting up registers a moment later.
-            self.server.subscriptions.end_served_by(tasks)
+            self.endpoint.events.end_listens(served_by=tasks)
             timeout = _LISTEN_RECHECK if deadline is None else deadline - loop.time()
             if timeout <= 0:
                 break
@@ -217,7 +214,7 @@ def _cancelling() -> bool:
 
 
 async def serve_stream(
-    server: Server,
+    server: Endpoint | Servable,
     reader: asyncio.StreamReader,
     write: Callable[[bytes], None],
     *,
@@ -229,7 +226,7 @@ async def serve_stream(
     After EOF, requests still running get ``shutdown_grace`` seconds, then are cancelled.
     """
     session = StdioSession(server, write)
-    async with server.running():
+    async with session.endpoint.running():
         while True:
             try:
                 line = await reader.readuntil(b"\n")
@@ -324,7 +321,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 async def serve_stdio(
-    server: Server,
+    server: Endpoint | Servable,
     *,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     shutdown_grace: float | None = DEFAULT_SHUTDOWN_GRACE,
@@ -335,7 +332,8 @@ async def serve_stdio(
     (their answers are still written); then they are cancelled. ``None`` waits for them.
     """
     loop = asyncio.get_running_loop()
-    if server.auth is not None:
+    endpoint = endpoint_of(server)
+    if endpoint.auth is not None:
         # The spec's authorization is for HTTP; over stdio the process that started this
         # server is the client, and the server takes its own credentials from the environment.
         logger.info(
@@ -347,7 +345,7 @@ async def serve_stdio(
         reader = await _stdin_reader(max_message_bytes)
         if not _is_stream(protocol_fd):  # stdout is a regular file: plain blocking writes
             write = functools.partial(_write_all, protocol_fd)
-            await serve_stream(server, reader, write, shutdown_grace=shutdown_grace)
+            await serve_stream(endpoint, reader, write, shutdown_grace=shutdown_grace)
             return
         _widen_pipe(protocol_fd)
         out = os.fdopen(os.dup(protocol_fd), "wb", buffering=0)
@@ -357,12 +355,12 @@ async def serve_stdio(
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         try:
             await serve_stream(
-                server, reader, writer.write, drain=writer.drain, shutdown_grace=shutdown_grace
+                endpoint, reader, writer.write, drain=writer.drain, shutdown_grace=shutdown_grace
             )
         finally:
             writer.close()
 
 
-def run_stdio(server: Server, **options: Any) -> None:
+def run_stdio(server: Endpoint | Servable, **options: Any) -> None:
     """Serve ``server`` on stdin and stdout until stdin closes (``Server.run("stdio")``)."""
     asyncio.run(serve_stdio(server, **options))

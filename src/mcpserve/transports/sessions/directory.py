@@ -1,12 +1,12 @@
 """Where handshake-era HTTP sessions live, and how the processes serving one talk.
 
-A :class:`SessionDirectory` is what ``http_legacy.py`` asks for a session. Without a shared
-store it is this process's :class:`~.http_sessions.SessionStore`, as in a single-process
+A :class:`SessionDirectory` is what ``http_handshake.py`` asks for a session. Without a shared
+store it is this process's :class:`~.store.SessionStore`, as in a single-process
 deployment. With one (``Server(redis_url=...)``), a session's facts live in
-:class:`~.shared_sessions.SharedSessions`, any process serves any of its requests, and
-each process keeps a local copy of the sessions it is serving (their running requests,
+:class:`~mcpserve.backends.redis.sessions.SharedSessions`, any process serves any of its
+requests, and each process keeps a local copy of the sessions it is serving (their running requests,
 streams and questions to the client, which cannot move). What must reach the process that
-holds such a part travels on the subscription bus as a session event:
+holds such a part travels on the server's event stream (the subscription bus) as a session event:
 
 ==========  ==================================================================
 ``answer``  a client's answer to a question another process asked
@@ -30,12 +30,12 @@ from typing import Any
 
 from ...backends.redis.sessions import SharedSessions, StoreUnavailable
 from ...protocol.handshake import Session
-from ...protocol.jsonrpc import is_valid_id
-from ...server.bus import Event
-from ...server.subscriptions import Subscriptions
+from ...protocol.jsonrpc import JSONDict, is_valid_id
+from ..endpoint import ServerEvents
 from .store import HTTPSession, SessionStore, TooManySessions
 
-#: The bus event type of what one process tells the others about a session.
+#: The bus event type of what one process tells the others about a session (a value other
+#: processes read, possibly of an older release, so it keeps its first name).
 SESSION_EVENT = "legacy-session"
 
 __all__ = ["SESSION_EVENT", "SessionDirectory", "StoreUnavailable", "TooManySessions"]
@@ -48,15 +48,14 @@ class SessionDirectory:
         self,
         local: SessionStore,
         shared: SharedSessions | None,
-        subscriptions: Subscriptions,
+        events: ServerEvents,
     ) -> None:
         self.local = local
         self.shared = shared
-        self._subscriptions = subscriptions
+        self._events = events
         self._instance = os.urandom(8).hex()
         self._keeper: asyncio.Task[None] | None = None
-        subscriptions.sinks.add(self._on_event)
-        subscriptions.on_stop.add(self.end_streams)
+        events.subscribe(self._on_event, on_stop=self.end_streams)
 
     def __len__(self) -> int:
         return len(self.local)
@@ -140,8 +139,7 @@ class SessionDirectory:
 
     def close(self) -> None:
         """End this process's part of every session (a shared session lives on elsewhere)."""
-        self._subscriptions.sinks.discard(self._on_event)
-        self._subscriptions.on_stop.discard(self.end_streams)
+        self._events.unsubscribe(self._on_event)
         if self._keeper is not None:
             self._keeper.cancel()
             self._keeper = None
@@ -155,10 +153,10 @@ class SessionDirectory:
     # -- between processes ----------------------------------------------------------------
 
     async def _tell(self, session: HTTPSession, do: str, **details: Any) -> None:
-        event: Event = {"type": SESSION_EVENT, "id": session.id, "do": do, **details}
-        await self._subscriptions.publish_now(event)
+        event: JSONDict = {"type": SESSION_EVENT, "id": session.id, "do": do, **details}
+        await self._events.publish(event)
 
-    def _on_event(self, event: Event) -> None:
+    def _on_event(self, event: JSONDict) -> None:
         """A bus event: a session event for a session held here, or a change a standalone
         stream may want to hear of."""
         if event.get("type") != SESSION_EVENT:
@@ -207,7 +205,7 @@ def cancel(session: HTTPSession, request_id: Any) -> bool:
     return True
 
 
-def _apply(session: Session, change: Event) -> None:
+def _apply(session: Session, change: JSONDict) -> None:
     """What another process's request changed in a session this process holds."""
     level = change.get("level")
     if isinstance(level, str):

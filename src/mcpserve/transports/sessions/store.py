@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...protocol.handshake import Session
-from ...server.bus import Event
-from ...server.handshake import notification_for
+from ...protocol.handshake_state import HandshakeState, Peer
+from ...protocol.jsonrpc import JSONDict
 from ..outgoing import OutgoingRequests
 from ..sse import EventStream
 
@@ -38,6 +38,8 @@ class HTTPSession:
         # 144 random bits from the OS CSPRNG, in visible ASCII.
         self.id = session_id or base64.urlsafe_b64encode(os.urandom(18)).decode()
         self.session = session
+        #: The session's life in the handshake era's state machine (``handshake_state.py``).
+        self.state = HandshakeState(Peer.HANDSHAKE_HEADERS, session)
         self.tasks: dict[Any, asyncio.Task[Any]] = {}
         self.outgoing = OutgoingRequests()
         self.streams: OrderedDict[str, EventStream] = OrderedDict()
@@ -70,15 +72,16 @@ class HTTPSession:
             self.streams.popitem(last=False)[1].finish()
         return stream
 
-    def on_event(self, event: Event) -> None:
+    def on_event(self, event: JSONDict) -> None:
         """A bus event: the session's notification goes on the standalone stream, if open."""
-        message = notification_for(event, self.session)
+        message = self.state.hear(event)
         if message is not None and self.standalone is not None and not self.standalone.finished:
             self.standalone.push(message)
 
     def close(self) -> None:
         """End everything in flight; nothing of the session is kept."""
         self.closed = True
+        self.state.end()
         # Questions to the client fail first: their handlers end with that clear error.
         answered = self.outgoing.close()
         for task in self.tasks.values():
