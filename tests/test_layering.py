@@ -1,4 +1,4 @@
-"""The client stands on its own: read from the source, every ``import`` statement counted
+"""The layers import one way: read from the source, every ``import`` statement counted
 (at module level, inside functions and under ``TYPE_CHECKING``).
 
 ``client/`` imports nothing of the server side (``server/``, ``transports/``, ``proxy/``,
@@ -6,6 +6,10 @@
 (``mcpserve/__init__.py``), and no import cycle runs through a client module: what both
 peers need lives where both may import it (``docs/decisions.md``, "The client apart from the
 server").
+
+``transports/`` imports nothing of ``server/``: a transport reads the server through the
+endpoint it is given (``transports/endpoint.py``). The buses that ``backends/`` implements
+import the bus ``server/bus.py`` declares, never the other way round.
 """
 
 from __future__ import annotations
@@ -121,3 +125,32 @@ def test_no_import_cycle_runs_through_the_client() -> None:
         if any(module.startswith("mcpserve.client") for module in component)
     ]
     assert through_client == []
+
+
+def crossings_from(layer: str, into: str) -> list[str]:
+    """Every import from a module of ``layer`` into a module of ``into``."""
+    source, target_layer = f"mcpserve.{layer}", f"mcpserve.{into}"
+    return [
+        f"{module}:{line} imports {target}"
+        for module in MODULES
+        if module == source or module.startswith(source + ".")
+        for line, target in IMPORTS[module]
+        if target == target_layer or target.startswith(target_layer + ".")
+    ]
+
+
+def test_the_transports_import_nothing_of_the_server() -> None:
+    assert crossings_from("transports", "server") == []
+
+
+def test_no_import_cycle_runs_through_the_buses_or_the_transports() -> None:
+    through = [
+        sorted(component)
+        for component in cycles(graph())
+        if any(
+            module.startswith(("mcpserve.transports", "mcpserve.backends"))
+            or module == "mcpserve.server.bus"
+            for module in component
+        )
+    ]
+    assert through == []
