@@ -52,7 +52,7 @@ from .errors import (
     UnsupportedProtocolVersion,
     error_from_exception,
 )
-from .handshake import Session, legacy_error, legacy_result
+from .handshake import Session, handshake_error, handshake_result
 from .jsonrpc import JSONDict, Kind, RequestId, classify, error_response, readable_id
 from .meta import InvalidMeta, RequestMeta, has_modern_meta, read_meta
 from .records import Record
@@ -355,7 +355,7 @@ class Dispatcher(Generic[C]):
     def success(self, request: Request, result: JSONDict) -> JSONDict:
         """The response carrying a handler's (fresh, owned) result dict."""
         if request.session is not None:
-            result = legacy_result(request.method, result)
+            result = handshake_result(request.method, result)
         else:
             if "resultType" not in result:
                 result["resultType"] = "complete"
@@ -372,7 +372,7 @@ class Dispatcher(Generic[C]):
         request.http_status = failure.http_status
         error = failure.to_wire()
         if request.session is not None:
-            error = legacy_error(request.method, error)
+            error = handshake_error(request.method, error)
         return {"jsonrpc": "2.0", "id": request.id, "error": error}
 
     # -- a notification from the client ---------------------------------------------------

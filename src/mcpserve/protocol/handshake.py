@@ -7,14 +7,14 @@ per-request ``_meta`` means the 2026-07-28 wire, always, even inside a session; 
 ``initialize`` starts a handshake-era :class:`Session`, and a message inside one (an
 initialized stdio process, a live ``Mcp-Session-Id``) belongs to it.
 
-Handlers are shared: a legacy request runs through the same dispatcher, with its protocol
-facts (version, client capabilities, log level) taken from the session instead of
-``_meta`` (:meth:`Session.meta`). Its answer is converted for the legacy peer by
-:func:`legacy_result` and :func:`legacy_error`:
+Handlers are shared: a handshake-era request runs through the same dispatcher, with its
+protocol facts (version, client capabilities, log level) taken from the session instead of
+``_meta`` (:meth:`Session.meta`). Its answer is converted for the handshake-era peer by
+:func:`handshake_result` and :func:`handshake_error`:
 
 * results lose ``resultType``, ``ttlMs`` and ``cacheScope`` and get no ``serverInfo``;
-* a legacy tool's ``outputSchema`` and ``structuredContent`` must be objects, so a tool whose
-  output is not one is published wrapped, ``{"result": <value>}``, with a matching schema
+* a handshake-era tool's ``outputSchema`` and ``structuredContent`` must be objects, so a
+  tool whose output is not one is published wrapped, ``{"result": <value>}``, with a matching schema
   (what the official SDK does), and a handshake-era client gets structured output too;
 * a missing resource is -32002 (with ``data.uri``) instead of -32602.
 
@@ -32,8 +32,8 @@ from . import constants as c
 from .jsonrpc import JSONDict, notification
 from .meta import RequestMeta
 
-#: What a legacy ``initialize`` gets when it asks for a version we do not speak.
-NEWEST_LEGACY = c.LEGACY_VERSIONS[0]
+#: What a handshake-era ``initialize`` gets when it asks for a version we do not speak.
+NEWEST_HANDSHAKE = c.LEGACY_VERSIONS[0]
 RESOURCE_NOT_FOUND = -32002
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
 _LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
@@ -48,7 +48,7 @@ class Era(Enum):
 
     #: Per-request ``_meta``: the 2026-07-28 wire, always, even inside a session.
     MODERN = "modern"
-    #: A legacy ``initialize`` request: it starts a handshake-era session.
+    #: A handshake-era ``initialize`` request: it starts a handshake-era session.
     HANDSHAKE = "handshake"
     #: Anything else: it belongs to the session it arrives in, or else to 2026-07-28.
     IN_CONTEXT = "in-context"
@@ -68,10 +68,10 @@ def era_of(message: dict[str, Any]) -> Era:
 
 
 def negotiate(requested: object) -> str:
-    """The version a legacy ``initialize`` result names: the requested one if we speak it."""
+    """The version a handshake-era ``initialize`` result names: the requested one if we speak it."""
     if isinstance(requested, str) and requested in c.LEGACY_VERSIONS:
         return requested
-    return NEWEST_LEGACY
+    return NEWEST_HANDSHAKE
 
 
 class Session:
@@ -163,12 +163,13 @@ class Session:
         )
 
 
-def legacy_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
-    """A handler's result, as a legacy peer expects it (the result is the caller's to change)."""
+def handshake_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A handler's result, as a handshake-era peer expects it (the result is the caller's
+    to change)."""
     for key in _MODERN_ONLY_FIELDS:
         result.pop(key, None)
     if method == "tools/list":
-        result["tools"] = [legacy_tool(tool) for tool in result.get("tools", ())]
+        result["tools"] = [handshake_tool(tool) for tool in result.get("tools", ())]
     elif method == "tools/call" and "structuredContent" in result:
         # A tool whose schema is wrapped wraps its own results (whatever their value: an
         # object may fit a schema that does not promise one); this is for tools without one.
@@ -179,12 +180,12 @@ def legacy_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def wraps_output(schema: dict[str, Any] | None) -> bool:
-    """Whether a legacy peer sees this output schema (and so the tool's structured results)
+    """Whether a handshake-era peer sees this output schema (and so the tool's structured results)
     wrapped as ``{"result": ...}``: whenever it does not promise an object."""
     return schema is not None and schema.get("type") != "object"
 
 
-def legacy_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def handshake_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A ``tools/list`` entry whose output schema is not an object, wrapped as one."""
     schema = tool.get("outputSchema")
     if not wraps_output(schema):
@@ -201,8 +202,8 @@ def legacy_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {**tool, "outputSchema": wrapped}
 
 
-def legacy_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
-    """A modern error object as a legacy peer expects it."""
+def handshake_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 error object as a handshake-era peer expects it."""
     data = error.get("data")
     if (
         method == "resources/read"

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.errors import MCPError
-from ..protocol.handshake import legacy_tool
+from ..protocol.handshake import handshake_tool
 from ..protocol.jsonrpc import JSONDict
 from .entries import (
     ForwardedCompleter,
@@ -264,7 +264,7 @@ class Mirror:
 def _same(held: JSONDict, listed: JSONDict, legacy: bool) -> bool:
     if held == listed:
         return True
-    return legacy and legacy_tool(held) == legacy_tool(listed)
+    return legacy and handshake_tool(held) == handshake_tool(listed)
 
 
 def _add(registry: Registry, kind: str, item: Any, *, replace: bool) -> None:

@@ -1,12 +1,13 @@
 """Serving handshake-era clients (2025-11-25 and earlier) with the same handlers.
 
-A legacy request goes through the same dispatcher as a modern one (``protocol/core.py``);
-what differs is where its protocol facts come from (the :class:`~..protocol.legacy.Session`
-agreed at ``initialize``) and how its answer is written (``protocol/handshake.py``). Here is
-what only the handshake era has, whatever the transport:
+A handshake-era request goes through the same dispatcher as a 2026-07-28 one
+(``protocol/core.py``); what differs is where its protocol facts come from (the
+:class:`~mcpserve.protocol.handshake.Session` agreed at ``initialize``) and how its answer is
+written (``protocol/handshake.py``). Here is what only the handshake era has, whatever the
+transport:
 
-* :meth:`Legacy.initialize`, the handshake, which starts a session;
-* the methods only a session has (:meth:`Legacy.handlers`): ``ping``, ``logging/setLevel``,
+* :meth:`Handshake.initialize`, the handshake, which starts a session;
+* the methods only a session has (:meth:`Handshake.handlers`): ``ping``, ``logging/setLevel``,
   ``resources/subscribe`` and ``resources/unsubscribe``; ``initialize`` again is an error,
   and ``server/discover`` and ``subscriptions/listen`` are modern-only (-32601);
 * :func:`ask_client`: ``ctx.elicit``, ``ctx.sample`` and ``ctx.list_roots`` as real requests
@@ -56,7 +57,7 @@ MODERN_ONLY = frozenset(
 _ASK_ATTEMPTS = 3
 
 
-class Legacy:
+class Handshake:
     """The handshake era of one server: the handshake and the session-only methods."""
 
     def __init__(self, registry: Registry, settings: Settings) -> None:
@@ -100,7 +101,7 @@ class Legacy:
         return session, {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def handlers(self, shared: Mapping[str, Handler[Context]]) -> dict[str, Handler[Context]]:
-        """The legacy method table: the shared methods and the session-only ones."""
+        """The handshake era's method table: the shared methods and the session-only ones."""
         table = {name: handler for name, handler in shared.items() if name not in MODERN_ONLY}
         table.update(
             {
@@ -150,7 +151,7 @@ def _initialized_already(ctx: Context) -> JSONDict:
 
 def _session(ctx: Context) -> Session:
     session = ctx.request.session
-    assert session is not None, "a legacy method runs inside a session"
+    assert session is not None, "a handshake-era method runs inside a session"
     return session
 
 

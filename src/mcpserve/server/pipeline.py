@@ -33,7 +33,7 @@ from .middleware import Middleware, Scoped, compose, for_method
 
 if TYPE_CHECKING:
     from .extension import Extensions
-    from .handshake import Legacy
+    from .handshake import Handshake
     from .notifications import NotificationHandler
     from .runtime import Runtime
 
@@ -47,7 +47,7 @@ class Pipeline:
         extensions: Extensions,
         runtime: Runtime,
         *,
-        handshake: Legacy | None,
+        handshake: Handshake | None,
         tracing: object,
         server_info: JSONDict | None,
     ) -> None:

@@ -23,7 +23,7 @@ the others it uses, and its methods hand each call to the part that does the wor
 * :class:`~.settings.Settings` and :class:`~.runtime.Runtime`: what the server says about
   itself, and what its requests share while it serves;
 * :class:`~.subscriptions.Subscriptions`: ``subscriptions/listen`` and the event bus;
-* :class:`~.handshake.Legacy`: the handshake era's ``initialize`` (None when switched off);
+* :class:`~.handshake.Handshake`: the handshake era's ``initialize`` (None when switched off);
 * :class:`~.extension.Extensions`: the extensions that joined (tasks, skills);
 * :class:`~.methods.Methods` and :class:`~.pipeline.Pipeline`: the one method table and the
   one pipeline around it (middleware, custom methods, notification handlers, tracing).
@@ -58,7 +58,7 @@ from .entries.options import Options, ResourceOptions, ToolOptions
 from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
 from .entries.tools import Tool
 from .extension import Extensions
-from .handshake import Legacy
+from .handshake import Handshake
 from .lifecycle import Lifecycle
 from .methods import Methods
 from .middleware import Middleware
@@ -115,7 +115,7 @@ class Server(Generic[StateT]):
         )
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         #: The handshake era's front (2025-11-25 and earlier), or None when switched off.
-        self.handshake = Legacy(self.registry, self.settings) if config.handshake_era else None
+        self.handshake = Handshake(self.registry, self.settings) if config.handshake_era else None
         self.extensions = Extensions(on_change=lambda: self.pipeline.changed())
         versions = [*c.MODERN_VERSIONS, *(c.LEGACY_VERSIONS if self.handshake else ())]
         self.methods = Methods(

@@ -129,7 +129,7 @@ class Subscriptions:
         self.bus = bus
         self.queue_size = queue_size
         self.listeners: set[Listener] = set()
-        #: Legacy sessions hear every event and pick what concerns them.
+        #: Handshake-era sessions hear every event and pick what concerns them.
         self.sinks: set[Callable[[Event], None]] = set()
         #: Called by :meth:`end_all`: whoever keeps streams open that never end by themselves.
         self.on_stop: set[Callable[[], None]] = set()

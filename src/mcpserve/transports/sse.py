@@ -1,6 +1,6 @@
 """Resumable SSE streams for the handshake era (2025-11-25 Streamable HTTP).
 
-A legacy stream outlives its HTTP connection: the request's handler keeps writing to it
+A handshake-era stream outlives its HTTP connection: the request's handler keeps writing to it
 while the client is away, and a ``GET`` with ``Last-Event-ID`` picks it up again. Every
 event gets an id ``<stream>-<n>``, unique within the session, and the last ``buffer_size``
 events are kept for replay (older ones are gone: a client that was away that long must
@@ -31,7 +31,7 @@ SSE_HEADERS = [
 
 
 class EventStream:
-    """One legacy SSE stream: numbered events, a replay buffer, one connection at a time."""
+    """One handshake-era SSE stream: numbered events, a replay buffer, one connection at a time."""
 
     def __init__(self, *, buffer_size: int = 512) -> None:
         self.id = os.urandom(6).hex()

@@ -18,9 +18,10 @@ the sessions a process is still busy with. A change is written as a change (``HS
 ``SADD``, ``SREM``), so two processes changing one session at once lose nothing.
 
 What lives only while it runs (the request tasks, SSE streams and questions to the client
-of a session) stays in the process that holds it; ``http_legacy.py`` routes what reaches
-another process over the subscription bus. A Redis error raises :class:`StoreUnavailable`,
-which the caller answers as a clear JSON-RPC error; redis-py reconnects by itself.
+of a session) stays in the process that holds it; ``transports/sessions/directory.py``
+routes what reaches another process over the subscription bus. A Redis error raises
+:class:`StoreUnavailable`, which the caller answers as a clear JSON-RPC error; redis-py
+reconnects by itself.
 """
 
 from __future__ import annotations
