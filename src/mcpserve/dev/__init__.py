@@ -139,9 +139,9 @@ class _DropPerProcessKey(logging.Filter):
     are per process (meant for deployments of several) would only be noise here."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from ..transports.http import _PER_PROCESS_KEY
+        from ..transports.http import PER_PROCESS_KEY_WARNING
 
-        return record.msg != _PER_PROCESS_KEY
+        return record.msg != PER_PROCESS_KEY_WARNING
 
 
 def _quiet_single_process_warning() -> None:

@@ -97,7 +97,9 @@ Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | No
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 _CHALLENGE = [(b"www-authenticate", b"Bearer")]
 _SESSION_HEADER = SESSION_HEADER.encode()
-_PER_PROCESS_KEY = (
+#: Logged at start-up by a process that may have siblings and made its own key up (the
+#: dev server, alone by design, filters it out by this text).
+PER_PROCESS_KEY_WARNING = (
     "requestState is sealed with a key this process made up: a multi round-trip retry that "
     "reaches another process or machine will be refused. One process is fine; to serve "
     "from several, give them one key: MCPSERVE_STATE_KEYS=$(mcpserve keygen)"
@@ -177,7 +179,7 @@ class HTTPApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 if not self.sole_process and not self.endpoint.state_keys_shared:
-                    logger.warning(_PER_PROCESS_KEY)
+                    logger.warning(PER_PROCESS_KEY_WARNING)
                 try:
                     self._lifespan_pending = False
                     self._lifespan_context = self.endpoint.running()
