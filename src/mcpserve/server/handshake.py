@@ -7,9 +7,7 @@ written (``protocol/handshake.py``). Here is what only the handshake era has, wh
 transport:
 
 * :meth:`Handshake.initialize`, the handshake, which starts a session;
-* the methods only a session has (:meth:`Handshake.handlers`): ``ping``, ``logging/setLevel``,
-  ``resources/subscribe`` and ``resources/unsubscribe``; ``initialize`` again is an error,
-  and ``server/discover`` and ``subscriptions/listen`` are modern-only (-32601);
+* the capabilities a session is told of (no extensions but the apps one);
 * :func:`ask_client`: ``ctx.elicit``, ``ctx.sample`` and ``ctx.list_roots`` as real requests
   to the client, which the transport sends (``Request.ask``) and this awaits with a
   timeout. The handler's code is the same in both eras.
@@ -22,15 +20,11 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.constants import APPS_EXTENSION
-from ..protocol.core import Handler
 from ..protocol.errors import (
     InvalidParams,
-    InvalidRequest,
     MCPError,
-    MethodNotFound,
     MissingClientCapability,
     ToolError,
 )
@@ -43,22 +37,12 @@ if TYPE_CHECKING:
     from .context.context import Context
     from .registry import Registry
 
-#: Modern methods a session does not have.
-MODERN_ONLY = frozenset(
-    {
-        "server/discover",
-        "subscriptions/listen",
-        # the skills extension ("docs/decisions.md", "Skills in both eras")
-        "skills/list",
-        "skills/get",
-        "resources/directory/read",
-    }
-)
 _ASK_ATTEMPTS = 3
 
 
 class Handshake:
-    """The handshake era of one server: the handshake and the session-only methods."""
+    """The handshake era of one server: the handshake that starts a session (the methods
+    only a session has are in the one method table, ``methods.py``)."""
 
     def __init__(self, registry: Registry, settings: Settings) -> None:
         self.registry = registry
@@ -99,60 +83,6 @@ class Handshake:
         if self.settings.instructions:
             result["instructions"] = self.settings.instructions
         return session, {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-    def handlers(self, shared: Mapping[str, Handler[Context]]) -> dict[str, Handler[Context]]:
-        """The handshake era's method table: the shared methods and the session-only ones."""
-        table = {name: handler for name, handler in shared.items() if name not in MODERN_ONLY}
-        table.update(
-            {
-                "ping": Handler(_pong, inline=True),
-                "initialize": Handler(_initialized_already, inline=True),
-                "logging/setLevel": Handler(self._set_level, inline=True),
-                "resources/subscribe": Handler(self._subscribe, inline=True),
-                "resources/unsubscribe": Handler(self._subscribe, inline=True),
-            }
-        )
-        return table
-
-    def _set_level(self, ctx: Context) -> JSONDict:
-        if not self.settings.client_logging:
-            raise MethodNotFound("Method not found: logging/setLevel")
-        level = ctx.request.params.get("level")
-        if type(level) is not str or level not in c.LOG_LEVEL_RANK:
-            raise InvalidParams(f"Invalid params: unknown log level {str(level)[:40]!r}")
-        _session(ctx).log_level = level
-        return {}
-
-    def _subscribe(self, ctx: Context) -> JSONDict:
-        method = ctx.request.method
-        if not self.registry.offers_resources:
-            raise MethodNotFound(f"Method not found: {method}")
-        uri = ctx.request.params.get("uri")
-        if type(uri) is not str:
-            raise InvalidParams('Invalid params: "uri" must be a string')
-        subscriptions = _session(ctx).resource_subscriptions
-        if method == "resources/subscribe":
-            found = self.registry.find_resource(uri)
-            if found is not None:
-                ctx.require_scopes(*found[0].scopes)  # updates of what it may not read: no
-            subscriptions.add(uri)
-        else:
-            subscriptions.discard(uri)
-        return {}
-
-
-def _pong(ctx: Context) -> JSONDict:
-    return {}
-
-
-def _initialized_already(ctx: Context) -> JSONDict:
-    raise InvalidRequest("Invalid request: this session is already initialized")
-
-
-def _session(ctx: Context) -> Session:
-    session = ctx.request.session
-    assert session is not None, "a handshake-era method runs inside a session"
-    return session
 
 
 # -- questions to the client, as real requests ------------------------------------------
