@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from typing_extensions import Unpack
 
 from ..server.entries.entry import InvalidArguments
-from ..server.entries.tools import _TOOL_NAME, RawSchema, error_result
+from ..server.entries.tools import TOOL_NAME, RawSchema, error_result
 
 if TYPE_CHECKING:
     from ..extensions.tasks.runner import Tasks
@@ -88,7 +88,7 @@ class ToolTransform:
     def apply(self, tool: ToolEntry) -> TransformedTool:
         changes = self.changes
         name = changes.get("name", tool.name)
-        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise ValueError(
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )

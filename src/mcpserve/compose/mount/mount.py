@@ -31,7 +31,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from ...server.bus import Event, resource_updated
-from ...server.entries.tools import _TOOL_NAME
+from ...server.entries.tools import TOOL_NAME
 from .entries import Copier, Namespace
 from .listers import Listers
 
@@ -123,7 +123,7 @@ class Mount:
         clashes: list[str] = []
         for name in theirs.tools:
             key = self.name(name)
-            if not _TOOL_NAME.fullmatch(key):
+            if not TOOL_NAME.fullmatch(key):
                 clashes.append(f"tool name {key!r} is longer than 128 characters")
             elif key in ours.tools:
                 clashes.append(f"a tool named {key!r} is already registered")
@@ -200,7 +200,7 @@ class Mount:
             if name in off:
                 continue
             key = self.name(name)
-            if not _TOOL_NAME.fullmatch(key):
+            if not TOOL_NAME.fullmatch(key):
                 logger.error(
                     "Mounted server %r: tool %r is left out: %r is longer than 128 characters",
                     self.server.name,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import quote
 
 from ...protocol.frontmatter import render_frontmatter
-from ...server.entries.entry import _scope_set
+from ...server.entries.entry import scope_set
 from ...server.schema.docstrings import parse_docstring
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class Skill:
         self.documents = documents
         #: What a generated SKILL.md begins with, before the function's text.
         self.header = header
-        self.scopes = _scope_set(scopes)
+        self.scopes = scope_set(scopes)
         self.cache = cache
         self.blocking = blocking
         #: The directory the skill was read from, if it was.

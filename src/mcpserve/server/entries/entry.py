@@ -98,7 +98,7 @@ class FunctionEntry(abc.ABC):
         self.synchronous = self.inline
         self.wire: dict[str, Any] = wire or {}
         #: What an authenticated caller must have been granted to see and use it.
-        self.scopes = _scope_set(scopes)
+        self.scopes = scope_set(scopes)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.key!r}, fn={self.fn!r})"
@@ -198,7 +198,7 @@ def called_name(ctx: Context, key: str) -> str:
     return name if type(name) is str else key
 
 
-def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
+def scope_set(scopes: Iterable[str]) -> frozenset[str]:
     if isinstance(scopes, str):
         scopes = scopes.split()  # scopes="notes:read notes:write", as a token spells them
     chosen = frozenset(scopes)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpserve")
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 class ToolResult(Record):
@@ -115,7 +115,7 @@ class Tool(FunctionEntry):
         request_state: RequestStateKeeper = "sealed",
     ) -> None:
         name = fn.__name__ if name is None else name
-        if not _TOOL_NAME.fullmatch(name):
+        if not TOOL_NAME.fullmatch(name):
             raise ValueError(
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
             )
