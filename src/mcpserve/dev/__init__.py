@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .._extras import needs_extra
 from .assets import asset_routes
+from .sandbox import SandboxPage
 
 if TYPE_CHECKING:
     from ..server.server import Server
@@ -53,6 +54,7 @@ def dev_app(server: Server, path: str = "/mcp", **options: Any) -> HTTPApp:
     if endpoint == "/":
         raise ValueError("The dev page lives at /: serve the MCP endpoint at another path")
     routes = {**(options.pop("routes", None) or {}), **asset_routes(endpoint)}
+    routes["/dev/sandbox.html"] = SandboxPage()
     return build_http_app(server, endpoint, routes=routes, **options)
 
 

@@ -87,14 +87,12 @@ def read_static(name: str) -> bytes:
 
 
 def asset_routes(endpoint: str = "/mcp") -> dict[str, Any]:
-    """``/`` and ``/dev/<file>`` for :class:`~mcpserve.transports.http.HTTPApp`'s ``routes``."""
+    """``/`` and ``/dev/<file>`` for :class:`~mcpserve.transports.http.HTTPApp`'s ``routes``
+    (the sandbox page, ``sandbox.py``, is added beside them)."""
     page = read_static("index.html").decode()
     # The page reads the endpoint from a <meta> tag: escaped, as any value put into HTML.
     page = page.replace(ENDPOINT_MARK, html.escape(endpoint, quote=True))
     routes: dict[str, Any] = {"/": Asset(page.encode(), "text/html; charset=utf-8")}
     for name, content_type in FILES.items():
         routes[f"/dev/{name}"] = Asset(read_static(name), content_type)
-    from .sandbox import SandboxPage  # it reads this module's helpers
-
-    routes["/dev/sandbox.html"] = SandboxPage()
     return routes
