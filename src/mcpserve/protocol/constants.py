@@ -47,8 +47,8 @@ LOG_LEVEL_RANK: Final = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 #: Methods that may answer with ``resultType: "input_required"``.
 INPUT_REQUIRED_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 
-#: The extensions' identifiers, as ``capabilities.extensions`` names them. The tasks
-#: extension's lives with its states in ``protocol/tasks.py``.
+#: The extensions' identifiers, as ``capabilities.extensions`` (and ``_meta``) name them.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 APPS_EXTENSION: Final = "io.modelcontextprotocol/ui"
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 #: The MIME type of an MCP App's HTML view: a resource of this type is an app.

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .constants import TASKS_EXTENSION as TASKS_EXTENSION
 from .jsonrpc import JSONDict
 
-#: The extension's identifier, in capabilities and ``_meta``.
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 STATUSES: frozenset[str] = TERMINAL | {"working", "input_required"}

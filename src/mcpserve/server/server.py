@@ -47,7 +47,6 @@ from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Send
 from ..protocol.errors import raise_unexpected
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.tasks import TASKS_EXTENSION
 from .bus import resource_updated
 from .config import ServerConfig, ServerOptions
 from .context.context import Context
@@ -422,7 +421,7 @@ class Server(Generic[StateT]):
     def tasks(self) -> Tasks | None:
         """The tasks extension (:mod:`mcpserve.extensions.tasks`), once a task tool joined
         it to this server; None before."""
-        found = self.extensions.get(TASKS_EXTENSION)
+        found = self.extensions.get(c.TASKS_EXTENSION)
         return found if found is None else cast("TasksExtension", found).tasks
 
     @property

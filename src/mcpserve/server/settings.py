@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
-from ..protocol.tasks import TASKS_EXTENSION
+from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION, TASKS_EXTENSION
 from .entries.resources import CachePolicy
 
 if TYPE_CHECKING:

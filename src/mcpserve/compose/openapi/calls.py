@@ -27,9 +27,9 @@ from typing import Any
 import httpx2
 import orjson
 
+from ..._content import json_text, text
 from ...protocol.errors import ToolError
 from ...server.context.context import Context
-from ...server.entries.content import json_text, text
 from ...server.entries.tools import RawSchema, Tool
 from .arguments import Plan
 

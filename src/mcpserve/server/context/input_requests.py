@@ -23,10 +23,10 @@ from typing import Any
 import orjson
 import pydantic
 
+from ..._content import to_block
 from ...protocol.input_answers import ElicitResult as ElicitResult
 from ...protocol.input_answers import Root as Root
 from ...protocol.input_answers import SampleResult as SampleResult
-from ..entries.content import to_block
 from .forms import FormSchema, form_schema
 from .rounds import MISSING
 

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from ..._invoking import is_synchronous, make_invoker
 from ...protocol.errors import MCPError, reraise_unexpected
 from ..context.context import Context
 from ..context.rounds import InputRequired, NeedInput
-from ..handlers import is_synchronous, make_invoker
 from ..schema.signature import ArgumentSpec, inspect_arguments, parse_docstring
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .content import ContentBlock
+from ..._content import ContentBlock
 
 
 def _b64(data: bytes | str) -> str:

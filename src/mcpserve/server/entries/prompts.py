@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 import pydantic
 
+from ..._content import to_block
 from ...protocol.errors import InvalidParams
 from ..context.context import Context
 from ..schema.signature import ArgumentSpec, parse_docstring
-from .content import to_block
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 
 

@@ -17,10 +17,10 @@ import base64
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..._content import json_text
 from ...protocol.errors import ResourceNotFound
 from ...protocol.records import Record
 from ..context.context import Context
-from .content import json_text
 from .entry import FunctionEntry, InvalidArguments, Pool, list_entry
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from ..._content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.errors import InternalError, MissingClientCapability, ToolError, new_ref
 from ...protocol.handshake import wraps_output
@@ -31,7 +32,6 @@ from ...protocol.records import Record
 from ..context.context import Context
 from ..context.rounds import REQUEST_STATE_KEEPERS, RequestStateKeeper
 from ..schema.signature import inspect_output, unchecked_output
-from .content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 from .kinds import TaskMode
 
