@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpserve import Client, MCPError, Server
-from mcpserve.protocol.jsonrpc import JSONDict
+from mcpserve._types import JSONDict
 
 Send = Callable[[JSONDict], Awaitable[None]]
 

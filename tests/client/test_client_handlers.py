@@ -31,7 +31,7 @@ from mcpserve import (
     Server,
     blocking,
 )
-from mcpserve.protocol.jsonrpc import JSONDict
+from mcpserve._types import JSONDict
 
 HERE = Path(__file__).resolve()
 ALL_KINDS = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from mcpserve import Client, Context, Elicit, InputRequired, ListRoots, MCPError, Server
-from mcpserve.protocol.jsonrpc import JSONDict
+from mcpserve._types import JSONDict
 
 CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
 

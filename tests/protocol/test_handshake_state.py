@@ -9,6 +9,7 @@ import itertools
 
 import pytest
 
+from mcpserve._types import JSONDict
 from mcpserve.protocol import constants as c
 from mcpserve.protocol.handshake import Session
 from mcpserve.protocol.handshake_state import (
@@ -21,7 +22,7 @@ from mcpserve.protocol.handshake_state import (
     Shape,
     route,
 )
-from mcpserve.protocol.jsonrpc import JSONDict, Kind
+from mcpserve.protocol.jsonrpc import Kind
 
 MODERN_META = {c.META_PROTOCOL_VERSION: "2026-07-28", "clientCapabilities": {}}
 

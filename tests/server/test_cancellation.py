@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from mcpserve import Context, Server
+from mcpserve._types import JSONDict
 from mcpserve.protocol import constants as c
-from mcpserve.protocol.jsonrpc import JSONDict
 
 WAIT = 5.0  # upper bound for every wait on another task or thread, in seconds
 

@@ -53,10 +53,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .._extras import needs_extra
+from .._types import JSONDict
 from .._version import __version__
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 from .connections import (
     Connection,
     HandleFunction,

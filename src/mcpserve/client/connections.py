@@ -29,8 +29,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeGuard, cast
 
 from .._invoking import is_async
+from .._types import JSONDict
 from ..protocol.errors import ParseError
-from ..protocol.jsonrpc import JSONDict, RequestId, dumps, loads
+from ..protocol.jsonrpc import RequestId, dumps, loads
 
 logger = logging.getLogger("mcpserve.client")
 

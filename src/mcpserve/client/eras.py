@@ -34,9 +34,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 from .connections import Connection
 from .handlers import Handlers
 

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from .._content import json_value, to_block
 from .._invoking import is_async, is_synchronous, make_invoker
+from .._types import JSONDict
 from ..protocol.errors import MethodNotFound
 from ..protocol.input_answers import ElicitResult, Root, SampleResult
-from ..protocol.jsonrpc import JSONDict
 from .connections import NotificationHandler
 
 if TYPE_CHECKING:

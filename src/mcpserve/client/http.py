@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
+from .._types import JSONDict
 from ..protocol import constants as c
-from ..protocol.jsonrpc import JSONDict, dumps
+from ..protocol.jsonrpc import dumps
 from .connections import NotificationHandler, RequestHandler, deliver, next_id
 from .http_answers import HTTPStatusError, decode, drain, is_response, is_stream
 from .mirroring import ToolHeaders, request_headers

@@ -34,8 +34,9 @@ from typing import Protocol
 
 import httpx2
 
+from .._types import JSONDict
 from ..protocol import constants as c
-from ..protocol.jsonrpc import JSONDict, RequestId
+from ..protocol.jsonrpc import RequestId
 from .connections import NotificationHandler, RequestHandler, deliver
 from .http_answers import (
     DEFAULT_RETRY_MS,

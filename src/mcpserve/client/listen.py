@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
+from .._types import JSONDict
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 from ..protocol.tasks import declaring_tasks
 from .connections import Connection, next_id
 from .notifications import Router

@@ -29,10 +29,10 @@ from typing import Any
 
 import orjson
 
+from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.header_annotations import header_annotations
 from ..protocol.http_headers import name_for
-from ..protocol.jsonrpc import JSONDict
 
 logger = logging.getLogger("mcpserve.client")
 

@@ -22,8 +22,9 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeAlias
 
+from .._types import JSONDict
 from ..protocol import constants as c
-from ..protocol.jsonrpc import JSONDict, RequestId
+from ..protocol.jsonrpc import RequestId
 from .handlers import Handlers, shaped
 
 #: ``on_progress(progress, total, message)``.

@@ -22,9 +22,8 @@ import base64
 import hashlib
 from typing import Any, Protocol
 
+from .._types import JSONDict
 from ..protocol.errors import MCPError
-
-JSONDict = dict[str, Any]
 
 
 class SkillClient(Protocol):

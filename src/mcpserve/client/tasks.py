@@ -42,9 +42,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.errors import MCPError, MethodNotFound
-from ..protocol.jsonrpc import JSONDict
 from ..protocol.tasks import TERMINAL, declaring_tasks
 from .handlers import Handlers
 

@@ -16,13 +16,10 @@ never as markup; the policy is the second line of defence.
 from __future__ import annotations
 
 import html
-from collections.abc import Awaitable, Callable, MutableMapping
 from importlib import resources
 from typing import Any
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+from .._types import Receive, Scope, Send
 
 #: Files under ``/dev/`` and their media types; the page itself is ``index.html``.
 FILES = {

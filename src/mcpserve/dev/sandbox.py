@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+from .._types import Receive, Scope, Send
 from ..extensions.apps import is_csp_origin
-from .assets import Receive, Scope, Send, read_static
+from .assets import read_static
 
 NONE = "'none'"
 #: Directive, the declared domains it takes, and what it allows besides them.

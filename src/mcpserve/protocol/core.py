@@ -43,6 +43,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._types import JSONDict
 from . import constants as c
 from .errors import (
     InsufficientScope,
@@ -53,11 +54,13 @@ from .errors import (
     error_from_exception,
 )
 from .handshake import Session, handshake_error, handshake_result
-from .jsonrpc import JSONDict, Kind, RequestId, classify, error_response, readable_id
+from .jsonrpc import Kind, RequestId, classify, error_response, readable_id
 from .meta import InvalidMeta, RequestMeta, has_modern_meta, read_meta
 from .records import Record
 
-Send = Callable[[JSONDict], Awaitable[None]]
+#: Sends one JSON-RPC message (a notification, a request) to the client on the request's
+#: own channel; not the ASGI ``Send`` of :mod:`mcpserve._types`.
+SendMessage = Callable[[JSONDict], Awaitable[None]]
 #: What a handler (and :meth:`Dispatcher.execute`) returns: the answer, when it is ready at
 #: once, or an awaitable of it.
 Answer = JSONDict | Awaitable[JSONDict]
@@ -134,7 +137,7 @@ class Request:
         method: str,
         params: JSONDict,
         meta: RequestMeta,
-        send: Send | None = None,
+        send: SendMessage | None = None,
         auth: Auth = ANONYMOUS,
         handler: Handler[Any] | None = None,
         target: Any = None,
@@ -248,7 +251,7 @@ class Dispatcher(Generic[C]):
         self,
         message: JSONDict,
         *,
-        send: Send | None = None,
+        send: SendMessage | None = None,
         auth: Auth = ANONYMOUS,
         checks: Checks | None = None,
         session: Session | None = None,
@@ -420,7 +423,7 @@ class Dispatcher(Generic[C]):
     # -- both steps, for callers with no rules of their own ------------------------------
 
     async def handle(
-        self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
+        self, message: Any, *, send: SendMessage | None = None, auth: Auth = ANONYMOUS
     ) -> JSONDict | None:
         """Answer one decoded 2026-07-28 message; ``None`` for notifications and responses."""
         try:

@@ -28,8 +28,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from .._types import JSONDict
 from . import constants as c
-from .jsonrpc import JSONDict, notification
+from .jsonrpc import notification
 from .meta import RequestMeta
 
 #: What a handshake-era ``initialize`` gets when it asks for a version we do not speak.

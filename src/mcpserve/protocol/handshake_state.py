@@ -34,8 +34,9 @@ from __future__ import annotations
 
 from enum import Enum
 
+from .._types import JSONDict
 from .handshake import Era, Session, era_of, notification_for
-from .jsonrpc import JSONDict, Kind
+from .jsonrpc import Kind
 
 
 class Peer(Enum):

@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
+from .._types import JSONDict
 from .errors import InternalError, InvalidRequest, MCPError, ParseError, new_ref
 
 logger = logging.getLogger("mcpserve")
 
-JSONDict = dict[str, Any]
 RequestId = str | int
 
 

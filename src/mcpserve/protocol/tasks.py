@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .._types import JSONDict
 from .constants import TASKS_EXTENSION as TASKS_EXTENSION
-from .jsonrpc import JSONDict
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})

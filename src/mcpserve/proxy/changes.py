@@ -34,8 +34,8 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 
 if TYPE_CHECKING:
     from ..client.client import Client

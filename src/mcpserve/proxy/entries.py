@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol.header_annotations import header_annotations
-from ..protocol.jsonrpc import JSONDict
 from ..server.context.context import Context
 from .exchange import Forwarded
 from .wire import UpstreamError

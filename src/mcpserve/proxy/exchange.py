@@ -18,9 +18,10 @@ import asyncio
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict, notification
+from ..protocol.jsonrpc import notification
 from .wire import can_answer, modern_question, session_question
 
 if TYPE_CHECKING:

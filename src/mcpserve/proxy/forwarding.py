@@ -48,10 +48,10 @@ import secrets
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c
 from ..protocol.errors import InternalError, InvalidParams, MCPError
-from ..protocol.jsonrpc import JSONDict
 from .exchange import CURRENT, Exchange, Forwarded, ask_session
 from .sessions import SessionLink, SessionLinks
 from .upstream import CLIENT_INFO, UpstreamUnavailable

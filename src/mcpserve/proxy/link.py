@@ -41,13 +41,14 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from .._types import JSONDict
 from ..client.connections import NotificationHandler, deliver
 from ..client.http_answers import DRAIN_SECONDS, HTTPStatusError, is_response
 from ..client.mirroring import ToolHeaders, request_headers
 from ..client.sse import events
 from ..protocol import constants as c
 from ..protocol.http_headers import name_for
-from ..protocol.jsonrpc import JSONDict, dumps, loads
+from ..protocol.jsonrpc import dumps, loads
 
 if TYPE_CHECKING:
     from ..client.sse import Event

@@ -27,9 +27,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._types import JSONDict
 from ..protocol.errors import MCPError
 from ..protocol.handshake import handshake_tool
-from ..protocol.jsonrpc import JSONDict
 from .entries import (
     ForwardedCompleter,
     ForwardedPrompt,

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.jsonrpc import JSONDict
+from .._types import JSONDict
 from ..server.server import Server
 from .changes import Changes
 from .forwarding import Forwarder

@@ -40,10 +40,10 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..client.connections import next_id
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 from .changes import spawn
 from .exchange import CURRENT, Exchange, ask_session
 from .upstream import UpstreamUnavailable, is_url, upstream_error

@@ -33,8 +33,8 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 from ..server.context.rounds import MISSING, required_capabilities
 from .entries import ForwardedTool
 from .upstream import UpstreamUnavailable

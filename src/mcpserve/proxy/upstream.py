@@ -36,12 +36,12 @@ import shlex
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._types import JSONDict
 from .._version import __version__
 from ..client.connections import next_id
 from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
-from ..protocol.jsonrpc import JSONDict
 from .wire import UpstreamError
 
 if TYPE_CHECKING:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .._types import JSONDict
 from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.errors import InternalError, MCPError, ResourceNotFound
-from ..protocol.jsonrpc import JSONDict
 
 #: Codes that describe the proxy's own link to the upstream, not the client's request.
 _LINK_CODES = frozenset({c.INSUFFICIENT_SCOPE, c.HEADER_MISMATCH, c.UNSUPPORTED_PROTOCOL_VERSION})

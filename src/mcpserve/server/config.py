@@ -23,10 +23,10 @@ from .runtime import AnswersWithoutState, Runtime
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .._types import JSONDict
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
     from ..extensions.tasks.records import TaskStore
-    from ..protocol.jsonrpc import JSONDict
 
 logger = logging.getLogger("mcpserve")
 #: Where the shared Redis is named when ``redis_url`` is not given.

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._types import JSONDict
 from ..protocol.core import answered
 from ..protocol.errors import InvalidParams
-from ..protocol.jsonrpc import JSONDict
 from .context.context import Context
 from .entries.entry import FunctionEntry, InvalidArguments, Pool
 from .schema.signature import inspect_output

@@ -22,7 +22,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from ..protocol.jsonrpc import JSONDict
+    from .._types import JSONDict
     from .methods import Method
 
 

@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol.capabilities import missing_capabilities
 from ..protocol.constants import APPS_EXTENSION
 from ..protocol.errors import (
@@ -29,7 +30,7 @@ from ..protocol.errors import (
     ToolError,
 )
 from ..protocol.handshake import Session, SessionEnded, negotiate
-from ..protocol.jsonrpc import JSONDict, error_response
+from ..protocol.jsonrpc import error_response
 from .context.rounds import MISSING, InputRequest
 from .settings import Settings, capabilities
 

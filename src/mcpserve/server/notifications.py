@@ -17,9 +17,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .._types import JSONDict
 from ..protocol.core import answered
 from ..protocol.errors import new_ref
-from ..protocol.jsonrpc import JSONDict
 from .context.context import Context
 from .entries.entry import FunctionEntry, InvalidArguments, Pool
 

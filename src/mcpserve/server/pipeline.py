@@ -20,11 +20,12 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request, answered
 from ..protocol.errors import InvalidRequest, MCPError, error_from_exception
 from ..protocol.handshake import Session
-from ..protocol.jsonrpc import JSONDict, error_response
+from ..protocol.jsonrpc import error_response
 from ..protocol.meta import RequestMeta
 from .context.context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod

@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 from typing_extensions import TypeVar as DefaultTypeVar
 from typing_extensions import Unpack
 
+from .._types import ASGIApp, JSONDict
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Send
+from ..protocol.core import ANONYMOUS, Auth, Dispatcher, SendMessage
 from ..protocol.errors import raise_unexpected
-from ..protocol.jsonrpc import JSONDict
 from .bus import resource_updated
 from .config import ServerConfig, ServerOptions
 from .context.context import Context
@@ -87,8 +87,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 #: What the lifespan yields, typed: ``Server[AppState]`` and ``Context[AppState]``.
 StateT = DefaultTypeVar("StateT", default=Any)
-#: The ASGI callable ``http_app`` returns (scope, receive, send).
-ASGIApp = Callable[[Any, Any, Any], Any]
 
 
 class Server(Generic[StateT]):
@@ -586,7 +584,7 @@ class Server(Generic[StateT]):
         return self.pipeline.dispatcher()
 
     async def handle(
-        self, message: Any, *, send: Send | None = None, auth: Auth = ANONYMOUS
+        self, message: Any, *, send: SendMessage | None = None, auth: Auth = ANONYMOUS
     ) -> JSONDict | None:
         """Answer one decoded 2026-07-28 JSON-RPC message (``None`` for notifications).
 

@@ -14,7 +14,7 @@ from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION, TASKS_EXTENSION
 from .entries.resources import CachePolicy
 
 if TYPE_CHECKING:
-    from ..protocol.jsonrpc import JSONDict
+    from .._types import JSONDict
     from .registry import Registry
 
 

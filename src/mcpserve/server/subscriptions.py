@@ -24,10 +24,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InvalidParams, InvalidRequest
-from ..protocol.jsonrpc import JSONDict, RequestId
+from ..protocol.jsonrpc import RequestId
 from .bus import Event, SubscriptionBus
 
 if TYPE_CHECKING:

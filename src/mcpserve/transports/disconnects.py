@@ -21,8 +21,7 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import Any
 
-from ..protocol.jsonrpc import JSONDict
-from .responses import Receive
+from .._types import JSONDict, Receive
 
 logger = logging.getLogger("mcpserve.http")
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._types import JSONDict
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
-from ..protocol.jsonrpc import JSONDict
 
 if TYPE_CHECKING:
     from ..auth.resource import ResourceServer

@@ -59,15 +59,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict, Receive, Scope
+from .._types import Send as ASGISend
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.handshake_state import Route
-from ..protocol.jsonrpc import JSONDict, Kind, classify, error_response, loads, readable_id
+from ..protocol.jsonrpc import Kind, classify, error_response, loads, readable_id
 from .disconnects import DisconnectWatch
 from .endpoint import Endpoint, Servable, endpoint_of
 from .http_handshake import SESSION_HEADER, HTTPHandshake
@@ -87,10 +89,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpserve.http")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-ASGISend = Callable[[Message], Awaitable[None]]
 #: Decides who is calling from the request headers (lower-cased names); ``None`` -> 401.
 Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | None"]
 

@@ -30,15 +30,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Mapping
 from typing import Any
 
+from .._types import JSONDict, Receive
+from .._types import Send as ASGISend
 from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
 from ..protocol.core import Auth, answered, refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
 from ..protocol.handshake_state import Peer, Route, route
-from ..protocol.jsonrpc import JSONDict, Kind, error_response, readable_id
+from ..protocol.jsonrpc import Kind, error_response, readable_id
 from .endpoint import Endpoint
 from .responses import Challenge, send_answer, send_json
 from .sessions.directory import SessionDirectory, StoreUnavailable, TooManySessions
@@ -46,9 +48,6 @@ from .sessions.store import HTTPSession, SessionStore
 from .sse import SSE_HEADERS, EventStream
 
 logger = logging.getLogger("mcpserve.http")
-
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 SESSION_HEADER = "mcp-session-id"
 _SESSION_BYTES = SESSION_HEADER.encode()

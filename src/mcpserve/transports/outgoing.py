@@ -16,9 +16,10 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._types import JSONDict
 from ..protocol.errors import MCPError
 from ..protocol.handshake import SessionEnded
-from ..protocol.jsonrpc import JSONDict, is_valid_id
+from ..protocol.jsonrpc import is_valid_id
 
 
 class OutgoingRequests:

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable
 
+from .._types import JSONDict, Receive
+from .._types import Send as ASGISend
 from ..protocol import constants as c
-from ..protocol.jsonrpc import JSONDict, dumps
-
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-ASGISend = Callable[[Message], Awaitable[None]]
+from ..protocol.jsonrpc import dumps
 
 JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 SSE_HEADERS = [

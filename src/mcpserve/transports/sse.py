@@ -16,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
-from ..protocol.jsonrpc import JSONDict, dumps
-
-ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+from .._types import JSONDict
+from .._types import Send as ASGISend
+from ..protocol.jsonrpc import dumps
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),

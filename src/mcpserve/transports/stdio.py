@@ -37,11 +37,11 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from .._types import JSONDict
 from ..protocol.core import refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.handshake_state import Route
 from ..protocol.jsonrpc import (
-    JSONDict,
     Kind,
     RequestId,
     classify,

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._types import JSONDict
 from ..protocol.core import ANONYMOUS
 from ..protocol.handshake import Session
 from ..protocol.handshake_state import HandshakeState, Peer, Route
-from ..protocol.jsonrpc import JSONDict, Kind
+from ..protocol.jsonrpc import Kind
 from .endpoint import HandshakeFront, ServerEvents
 from .outgoing import OutgoingRequests
 

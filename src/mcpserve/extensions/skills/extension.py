@@ -34,7 +34,7 @@ from ...server.methods import Method
 from .skill import MARKDOWN, SKILL_FILE, InvalidSkill, Skill, as_text, media_type
 
 if TYPE_CHECKING:
-    from ...protocol.jsonrpc import JSONDict
+    from ..._types import JSONDict
     from ...server.entries.entry import Pool
     from ...server.entries.kinds import ResourceEntry
     from ...server.registry import Registry

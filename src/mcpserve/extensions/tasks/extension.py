@@ -17,7 +17,7 @@ from ...server.methods import Method
 from .methods import TaskMethods
 
 if TYPE_CHECKING:
-    from ...protocol.jsonrpc import JSONDict
+    from ..._types import JSONDict
     from .runner import Tasks
 
 

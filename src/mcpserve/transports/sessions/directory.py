@@ -28,9 +28,10 @@ import contextlib
 import os
 from typing import Any
 
+from ..._types import JSONDict
 from ...backends.redis.sessions import SharedSessions, StoreUnavailable
 from ...protocol.handshake import Session
-from ...protocol.jsonrpc import JSONDict, is_valid_id
+from ...protocol.jsonrpc import is_valid_id
 from ..endpoint import ServerEvents
 from .store import HTTPSession, SessionStore, TooManySessions
 

@@ -22,9 +22,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+from ..._types import JSONDict
 from ...protocol.handshake import Session
 from ...protocol.handshake_state import HandshakeState, Peer
-from ...protocol.jsonrpc import JSONDict
 from ..outgoing import OutgoingRequests
 from ..sse import EventStream
 

@@ -1,0 +1,42 @@
+"""The type aliases shared across the package, each defined here once.
+
+Two families. The ASGI ones describe the interface an HTTP server calls the application
+through: a connection's ``Scope``, the ``Message`` events it ``Receive``\\ s and ``Send``\\ s,
+and the ``ASGIApp`` that takes the three. The JSON ones describe what the wire carries once
+decoded: a ``JSONDict`` is a JSON object whose values have not been checked yet (the code
+that reads a field checks it), and a ``Result`` is the result object of a JSON-RPC answer.
+
+``Any`` stays in these aliases on purpose: ASGI leaves the values of a scope and a message to
+each event's own specification, and a decoded JSON value is whatever the peer sent until it
+is checked. Nothing here imports the package, so every layer may import this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, TypeVar
+
+#: One ASGI connection's description (``type``, ``path``, ``headers``, ...).
+Scope = MutableMapping[str, Any]
+#: One ASGI event, received (``http.request``) or sent (``http.response.start``).
+Message = MutableMapping[str, Any]
+#: Awaits the next event from the HTTP server.
+Receive = Callable[[], Awaitable[Message]]
+#: Hands one event to the HTTP server.
+Send = Callable[[Message], Awaitable[None]]
+#: An ASGI application: called once per connection.
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: A decoded JSON object whose values are not checked yet.
+JSONDict = dict[str, Any]
+#: A decoded JSON value of any kind (object, array, string, number, boolean or null), not
+#: checked yet.
+JSONValue = Any
+#: The ``result`` object of a JSON-RPC answer (``tools/call``'s ``{"content": ...}``, ...).
+Result = JSONDict
+
+#: A function the user decorated (a tool, a prompt, a resource): its signature is the
+#: user's, and only its inspection at registration knows it.
+UserFunction = Callable[..., Any]
+#: A decorator's argument, handed back unchanged.
+UserFunctionT = TypeVar("UserFunctionT", bound=UserFunction)
