@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ._types import JSONDict
+
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
 
-def text(value: str) -> dict[str, Any]:
+def text(value: str) -> JSONDict:
     """A text content block."""
     return {"type": "text", "text": value}
 
@@ -33,14 +35,14 @@ class ContentBlock:
 
     if TYPE_CHECKING:  # each helper defines it; the base only names it for the type checker
 
-        def to_wire(self) -> dict[str, Any]: ...
+        def to_wire(self) -> JSONDict: ...
 
 
 def is_content_block(value: object) -> bool:
     return isinstance(value, dict) and value.get("type") in CONTENT_TYPES
 
 
-def to_block(value: Any) -> dict[str, Any]:
+def to_block(value: Any) -> JSONDict:
     """One value as one content block."""
     if isinstance(value, str):
         return text(value)
@@ -51,7 +53,7 @@ def to_block(value: Any) -> dict[str, Any]:
     return text(json_text(value))
 
 
-def to_blocks(value: Any) -> list[dict[str, Any]]:
+def to_blocks(value: Any) -> list[JSONDict]:
     """A return value as a list of content blocks; ``None`` is no content."""
     if value is None:
         return []

@@ -21,11 +21,13 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._types import JSONDict, UserFunction
+
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-F = TypeVar("F", bound=Callable[..., Any])
-Invoker = Callable[[dict[str, Any]], Awaitable[Any]]
+F = TypeVar("F", bound=UserFunction)
+Invoker = Callable[[JSONDict], Awaitable[Any]]
 
 _BLOCKING_MARK = "__mcpserve_blocking__"
 
@@ -48,7 +50,7 @@ def is_synchronous(invoke: Invoker) -> bool:
     return getattr(invoke, "synchronous", False)
 
 
-def is_async(fn: Callable[..., Any]) -> bool:
+def is_async(fn: UserFunction) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - objects with an async __call__
@@ -56,7 +58,7 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 
 def make_invoker(
-    fn: Callable[..., Any],
+    fn: UserFunction,
     *,
     blocking: bool | None,
     pool: Callable[[], ThreadPoolExecutor],
@@ -66,21 +68,21 @@ def make_invoker(
         if blocking:
             raise TypeError(f"{_name(fn)} is async; blocking=True is only for plain functions")
 
-        async def call_async(kwargs: dict[str, Any]) -> Any:
+        async def call_async(kwargs: dict[str, object]) -> Any:
             return await fn(**kwargs)
 
         return call_async
 
     if blocking or (blocking is None and getattr(fn, _BLOCKING_MARK, False)):
 
-        async def call_in_thread(kwargs: dict[str, Any]) -> Any:
+        async def call_in_thread(kwargs: dict[str, object]) -> Any:
             context = contextvars.copy_context()
             job = functools.partial(context.run, fn, **kwargs)
             return await asyncio.get_running_loop().run_in_executor(pool(), job)
 
         return call_in_thread
 
-    async def call_inline(kwargs: dict[str, Any]) -> Any:
+    async def call_inline(kwargs: dict[str, object]) -> Any:
         value = fn(**kwargs)
         # A plain function may still hand back an awaitable (a partial of a coroutine).
         # Checking the type's __await__ is the cheap test; inspect.isawaitable is not.
@@ -92,5 +94,5 @@ def make_invoker(
     return call_inline
 
 
-def _name(fn: Callable[..., Any]) -> str:
+def _name(fn: UserFunction) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)

@@ -7,12 +7,12 @@ a client that declares ``elicitation: {}`` supports form mode (client/elicitatio
 
 from __future__ import annotations
 
-from typing import Any
+from .._types import JSONDict
 
 
-def missing_capabilities(required: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+def missing_capabilities(required: JSONDict, declared: JSONDict) -> JSONDict:
     """The part of ``required`` that ``declared`` lacks; empty when nothing is missing."""
-    missing: dict[str, Any] = {}
+    missing: JSONDict = {}
     for key, needed in required.items():
         have = declared.get(key)
         if not isinstance(have, dict):

@@ -22,6 +22,7 @@ import os
 from contextvars import ContextVar
 from typing import Any
 
+from .._types import JSONDict
 from . import constants as c
 
 logger = logging.getLogger("mcpserve")
@@ -58,9 +59,9 @@ class MCPError(Exception):
                 raise ValueError("http_status must be an error status, 400 to 599")
             self.http_status = http_status
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JSONDict:
         """The JSON-RPC ``error`` object."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error: JSONDict = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
@@ -105,7 +106,7 @@ class MissingClientCapability(MCPError):
 
     code = c.MISSING_CLIENT_CAPABILITY
 
-    def __init__(self, required: dict[str, Any], message: str | None = None) -> None:
+    def __init__(self, required: JSONDict, message: str | None = None) -> None:
         names = ", ".join(sorted(required)) or "a capability"
         super().__init__(
             message or f"This request requires the client capability: {names}",

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._types import JSONDict
 from .yaml_scalars import (
     Unreadable,
     double_quoted,
@@ -71,7 +72,7 @@ def split_frontmatter(text: str) -> tuple[list[str], str]:
     raise FrontmatterError(1, "the frontmatter has no closing '---' line")
 
 
-def parse_frontmatter(text: str) -> dict[str, Any]:
+def parse_frontmatter(text: str) -> JSONDict:
     """The frontmatter of a SKILL.md as a JSON-able dict; :class:`FrontmatterError` if the
     text does not begin with frontmatter this module can read."""
     lines, _ = split_frontmatter(text)
@@ -115,7 +116,7 @@ class _Parser:
     def error(self, reason: str, index: int | None = None) -> FrontmatterError:
         return FrontmatterError(self.first_line + (self.at if index is None else index), reason)
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> JSONDict:
         if self.next_content() is None:
             return {}
         indent, content = self.next_content() or (0, "")
@@ -144,8 +145,8 @@ class _Parser:
         _, content = self.next_content() or (0, "")
         return self.sequence(indent) if _is_item(content) else self.mapping(indent)
 
-    def mapping(self, indent: int) -> dict[str, Any]:
-        result: dict[str, Any] = {}
+    def mapping(self, indent: int) -> JSONDict:
+        result: JSONDict = {}
         while (found := self.next_content()) is not None:
             at, content = found
             if at < indent:
@@ -359,8 +360,8 @@ def _flow_sequence(text: str, at: int) -> tuple[list[Any], int]:
         at = _flow_separator(text, at, "]")
 
 
-def _flow_mapping(text: str, at: int) -> tuple[dict[str, Any], int]:
-    result: dict[str, Any] = {}
+def _flow_mapping(text: str, at: int) -> tuple[JSONDict, int]:
+    result: JSONDict = {}
     while True:
         at = _skip_spaces(text, at)
         if at < len(text) and text[at] == "}":

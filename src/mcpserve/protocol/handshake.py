@@ -26,7 +26,6 @@ its session, and a session its end, is the era's state machine (``handshake_stat
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
 
 from .._types import JSONDict
 from . import constants as c
@@ -55,7 +54,7 @@ class Era(Enum):
     IN_CONTEXT = "in-context"
 
 
-def era_of(message: dict[str, Any]) -> Era:
+def era_of(message: JSONDict) -> Era:
     """The era rule, as far as the message alone decides it (the transport knows the rest:
     whether the message arrived inside a handshake-era session)."""
     params = message.get("params")
@@ -97,8 +96,8 @@ class Session:
     def __init__(
         self,
         version: str,
-        client_capabilities: dict[str, Any],
-        client_info: dict[str, Any] | None = None,
+        client_capabilities: JSONDict,
+        client_info: JSONDict | None = None,
         principal: str | None = None,
     ) -> None:
         self.version = version
@@ -113,7 +112,7 @@ class Session:
     def __repr__(self) -> str:
         return f"Session(version={self.version!r})"
 
-    def agreed(self) -> dict[str, Any]:
+    def agreed(self) -> JSONDict:
         """What ``initialize`` settled, as JSON-able data (it never changes afterwards)."""
         agreed = {
             "version": self.version,
@@ -125,7 +124,7 @@ class Session:
         return agreed
 
     @classmethod
-    def from_agreed(cls, agreed: dict[str, Any]) -> Session:
+    def from_agreed(cls, agreed: JSONDict) -> Session:
         """The session :meth:`agreed` describes (its log level and subscriptions unset)."""
         capabilities = agreed.get("capabilities")
         info = agreed.get("clientInfo")
@@ -141,7 +140,7 @@ class Session:
         """What requests of the session may change: the log level and the subscriptions."""
         return self.log_level, frozenset(self.resource_subscriptions)
 
-    def meta(self, params: dict[str, Any]) -> RequestMeta:
+    def meta(self, params: JSONDict) -> RequestMeta:
         """A request's protocol facts: the session's, plus the request's own progress token."""
         request_meta = params.get("_meta")
         raw = request_meta if isinstance(request_meta, dict) else {}
@@ -164,7 +163,7 @@ class Session:
         )
 
 
-def handshake_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
+def handshake_result(method: str, result: JSONDict) -> JSONDict:
     """A handler's result, as a handshake-era peer expects it (the result is the caller's
     to change)."""
     for key in _MODERN_ONLY_FIELDS:
@@ -180,19 +179,19 @@ def handshake_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def wraps_output(schema: dict[str, Any] | None) -> bool:
+def wraps_output(schema: JSONDict | None) -> bool:
     """Whether a handshake-era peer sees this output schema (and so the tool's structured results)
     wrapped as ``{"result": ...}``: whenever it does not promise an object."""
     return schema is not None and schema.get("type") != "object"
 
 
-def handshake_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def handshake_tool(tool: JSONDict) -> JSONDict:
     """A ``tools/list`` entry whose output schema is not an object, wrapped as one."""
     schema = tool.get("outputSchema")
     if not wraps_output(schema):
         return tool
     assert schema is not None
-    wrapped: dict[str, Any] = {
+    wrapped: JSONDict = {
         "type": "object",
         "properties": {"result": schema},
         "required": ["result"],
@@ -203,7 +202,7 @@ def handshake_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {**tool, "outputSchema": wrapped}
 
 
-def handshake_error(method: str, error: dict[str, Any]) -> dict[str, Any]:
+def handshake_error(method: str, error: JSONDict) -> JSONDict:
     """A 2026-07-28 error object as a handshake-era peer expects it."""
     data = error.get("data")
     if (

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._types import JSONDict
+
 
 @dataclass(frozen=True, slots=True)
 class ElicitResult:
@@ -22,7 +24,7 @@ class ElicitResult:
 
     action: Literal["accept", "decline", "cancel"]
     data: Any = None
-    content: dict[str, Any] | None = None
+    content: JSONDict | None = None
 
     @property
     def accepted(self) -> bool:

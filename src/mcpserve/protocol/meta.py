@@ -7,8 +7,7 @@ from each request and live exactly as long as it does.
 
 from __future__ import annotations
 
-from typing import Any
-
+from .._types import JSONDict
 from . import constants as c
 from .errors import InvalidParams
 
@@ -39,12 +38,12 @@ class RequestMeta:
     def __init__(
         self,
         protocol_version: str,
-        client_capabilities: dict[str, Any],
-        client_info: dict[str, Any] | None = None,
+        client_capabilities: JSONDict,
+        client_info: JSONDict | None = None,
         log_level: str | None = None,
         progress_token: str | int | None = None,
         trace: dict[str, str] | None = None,
-        raw: dict[str, Any] | None = None,
+        raw: JSONDict | None = None,
     ) -> None:
         self.protocol_version = protocol_version
         self.client_capabilities = client_capabilities
@@ -52,13 +51,13 @@ class RequestMeta:
         self.log_level = log_level
         self.progress_token = progress_token
         self.trace: dict[str, str] = {} if trace is None else trace
-        self.raw: dict[str, Any] = {} if raw is None else raw
+        self.raw: JSONDict = {} if raw is None else raw
 
     def __repr__(self) -> str:
         return f"RequestMeta(protocol_version={self.protocol_version!r})"
 
 
-def read_meta(params: dict[str, Any] | None) -> RequestMeta:
+def read_meta(params: JSONDict | None) -> RequestMeta:
     """Validate and read ``params._meta``, raising :class:`InvalidMeta` (-32602)."""
     meta = params.get("_meta") if params is not None else None
     if not isinstance(meta, dict):
@@ -105,7 +104,7 @@ def read_meta(params: dict[str, Any] | None) -> RequestMeta:
 _NO_TRACE: dict[str, str] = {}
 
 
-def has_modern_meta(params: dict[str, Any]) -> bool:
+def has_modern_meta(params: JSONDict) -> bool:
     """Whether a request's params carry 2026-07-28 per-request ``_meta`` (the era rule)."""
     meta = params.get("_meta")
     return isinstance(meta, dict) and c.META_PROTOCOL_VERSION in meta

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._types import JSONDict
 from .jsonrpc import encode, loads
 
 logger = logging.getLogger("mcpserve.state")
@@ -119,7 +120,7 @@ class StateSealer:
         self.ttl_seconds = ttl_seconds
         self.max_rounds = max_rounds
 
-    def seal(self, binding: Binding, payload: dict[str, Any], *, round_number: int) -> str:
+    def seal(self, binding: Binding, payload: JSONDict, *, round_number: int) -> str:
         body = {
             "m": binding.method,
             "t": binding.target,
@@ -135,7 +136,7 @@ class StateSealer:
         token = base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
         return f"{header}.{token}"
 
-    def open(self, state: object, binding: Binding) -> tuple[dict[str, Any], int]:
+    def open(self, state: object, binding: Binding) -> tuple[JSONDict, int]:
         """The payload and round number sealed in ``state``; raises :class:`StateRejected`."""
         if type(state) is not str or not state or len(state) > MAX_STATE_CHARS:
             raise StateRejected("not a string of acceptable size")

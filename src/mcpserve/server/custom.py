@@ -7,10 +7,9 @@ pydantic model or dataclass (dumped to a dict), or ``None`` for an empty result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from .._types import JSONDict
+from .._types import JSONDict, UserFunction
 from ..protocol.core import answered
 from ..protocol.errors import InvalidParams
 from .context.context import Context
@@ -41,7 +40,7 @@ class CustomMethod(FunctionEntry):
     __slots__ = ("output",)
 
     def __init__(
-        self, name: str, fn: Callable[..., Any], *, pool: Pool, blocking: bool | None = None
+        self, name: str, fn: UserFunction, *, pool: Pool, blocking: bool | None = None
     ) -> None:
         super().__init__(fn, name, pool=pool, blocking=blocking)
         self.output = inspect_output(fn)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from typing import Any
+
+from .._types import UserFunction
 
 logger = logging.getLogger("mcpserve")
 
@@ -39,9 +39,9 @@ class LoopWatch:
             )
         #: Compared with every inline call's duration; infinite when the watch is off.
         self.seconds = math.inf if seconds is None else seconds
-        self._named: set[Callable[..., Any]] = set()
+        self._named: set[UserFunction] = set()
 
-    def held(self, fn: Callable[..., Any], kind: str, key: str, seconds: float) -> None:
+    def held(self, fn: UserFunction, kind: str, key: str, seconds: float) -> None:
         """``fn`` (registered as ``kind`` ``key``) held the loop for ``seconds``."""
         if fn in self._named:
             return
@@ -58,7 +58,7 @@ class LoopWatch:
         )
 
 
-def _readable_name(fn: Callable[..., Any]) -> str:
+def _readable_name(fn: UserFunction) -> str:
     # ``make.<locals>.lookup`` says less to a reader than ``lookup``.
     name: str = getattr(fn, "__qualname__", None) or repr(fn)
     return name.rpartition("<locals>.")[2]

@@ -4,7 +4,7 @@ A middleware receives the request's :class:`Context` and a ``call_next`` corouti
 function, and returns the result dict (or raises an ``MCPError``)::
 
     @server.middleware
-    async def timing(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+    async def timing(ctx: Context, call_next: CallNext) -> JSONDict:
         started = time.perf_counter()
         try:
             return await call_next()
@@ -22,12 +22,11 @@ middleware, answered inline where its handler allows (a :class:`Scoped` middlewa
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
 
+from .._types import Result
 from ..protocol.core import Answer, answered
 from .context.context import Context
 
-Result = dict[str, Any]
 CallNext = Callable[[], Awaitable[Result]]
 Middleware = Callable[[Context, CallNext], Awaitable[Result]]
 MethodHandler = Callable[[Context], Answer]

@@ -14,10 +14,9 @@ them too (``ctx.request.id`` is None), handler or not.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
-from .._types import JSONDict
+from .._types import JSONDict, UserFunction
 from ..protocol.core import answered
 from ..protocol.errors import new_ref
 from .context.context import Context
@@ -32,7 +31,7 @@ class NotificationHandler(FunctionEntry):
     __slots__ = ()
 
     def __init__(
-        self, name: str, fn: Callable[..., Any], *, pool: Pool, blocking: bool | None = None
+        self, name: str, fn: UserFunction, *, pool: Pool, blocking: bool | None = None
     ) -> None:
         super().__init__(fn, name, pool=pool, blocking=blocking)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypeGuard, TypeVar, cast
 
+from .._types import JSONDict
 from .entries.kinds import (
     CompleterEntry,
     Entry,
@@ -126,7 +127,7 @@ class Registry:
 
     def set_enabled(self, kind: ListKind, key: str, enabled: bool) -> None:
         """Switch a tool, prompt, resource or template (by URI or template) on or off."""
-        known: dict[str, dict[str, Any]] = {
+        known: dict[str, JSONDict] = {
             "tools": self.tools,
             "prompts": self.prompts,
             "resources": {**self.resources, **self.templates},
@@ -179,7 +180,7 @@ class Registry:
 
     def find_resource(
         self, uri: str
-    ) -> tuple[ResourceEntry | TemplateEntry, dict[str, Any] | None] | None:
+    ) -> tuple[ResourceEntry | TemplateEntry, JSONDict | None] | None:
         """The resource serving ``uri`` and, for a template, the values of its variables: an
         exact URI first, then templates in order."""
         off = self.disabled["resources"]
@@ -225,7 +226,7 @@ class Registry:
         version, scopes = self._declared
         if version != self.version:
             off = self.disabled
-            kinds: list[tuple[dict[str, Any], set[str]]] = [
+            kinds: list[tuple[JSONDict, set[str]]] = [
                 (self.tools, off["tools"]),
                 (self.resources, off["resources"]),
                 (self.templates, off["resources"]),
@@ -243,7 +244,7 @@ class Registry:
         return scopes
 
     def _build_entries(self, kind: str) -> tuple[int, list[Any], list[Any]]:
-        sources: dict[str, dict[str, Any]] = {
+        sources: dict[str, JSONDict] = {
             "tools": self.tools,
             "resources": self.resources,
             "templates": self.templates,
@@ -265,7 +266,7 @@ def is_template(resource: ResourceEntry | TemplateEntry) -> TypeGuard[TemplateEn
     return "uriTemplate" in resource.wire
 
 
-def _check_new(items: dict[str, Any], key: str, what: str, replace: bool) -> None:
+def _check_new(items: JSONDict, key: str, what: str, replace: bool) -> None:
     if key in items and not replace:
         raise ValueError(f"A {what} named {key!r} is already registered (pass replace=True)")
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._extras import missing_extra
+from .._types import JSONDict
 from .._version import __version__
 from ..protocol.core import Answer, Handler, answered
 from ..protocol.errors import MCPError
@@ -81,12 +82,12 @@ def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler
 
     target_key = _TARGETS.get(method)
 
-    async def in_span(ctx: Context) -> dict[str, Any]:
+    async def in_span(ctx: Context) -> JSONDict:
         request = ctx.request
         params = request.params
         target = params.get("uri" if method == "resources/read" else "name")
         target = target if isinstance(target, str) else None
-        attributes: dict[str, Any] = {
+        attributes: dict[str, str] = {
             "mcp.method.name": method,
             "mcp.protocol.version": request.meta.protocol_version,
             "jsonrpc.request.id": str(request.id),

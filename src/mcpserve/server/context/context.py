@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
+from ..._types import JSONDict
 from ...protocol import constants as c
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.core import Auth, Request
@@ -107,11 +108,11 @@ class Context(Generic[StateT]):
         return self.request.meta.protocol_version
 
     @property
-    def client_capabilities(self) -> dict[str, Any]:
+    def client_capabilities(self) -> JSONDict:
         return self.request.meta.client_capabilities
 
     @property
-    def client_info(self) -> dict[str, Any] | None:
+    def client_info(self) -> JSONDict | None:
         """Self-reported client name and version: for display and logs, not for decisions."""
         return self.request.meta.client_info
 
@@ -173,7 +174,7 @@ class Context(Generic[StateT]):
             declared: frozenset[str] = getattr(target, "scopes", frozenset())
             raise InsufficientScope(needed | declared, missing)
 
-    def client_supports(self, capabilities: dict[str, Any]) -> bool:
+    def client_supports(self, capabilities: JSONDict) -> bool:
         """True when this request's client declared all of ``capabilities``."""
         return not missing_capabilities(capabilities, self.client_capabilities)
 
@@ -257,7 +258,7 @@ class Context(Generic[StateT]):
         return "requestState" in params or "inputResponses" in params
 
     @property
-    def input_responses(self) -> dict[str, Any]:
+    def input_responses(self) -> JSONDict:
         """The raw ``inputResponses`` of this retry (empty on a first attempt)."""
         responses = self.request.params.get("inputResponses")
         return responses if isinstance(responses, dict) else {}
@@ -288,12 +289,12 @@ class Context(Generic[StateT]):
         rounds.outgoing = text
 
     @property
-    def state(self) -> dict[str, Any]:
+    def state(self) -> JSONDict:
         """Your data that survives round trips: set keys before asking, read them after."""
         return self._sealed_rounds().state
 
     @property
-    def request_state(self) -> dict[str, Any]:
+    def request_state(self) -> JSONDict:
         """The state sealed by a previous round (``InputRequired(state=...)``), or ``{}``."""
         return self._sealed_rounds().state
 
@@ -307,14 +308,14 @@ class Context(Generic[StateT]):
             )
         return rounds
 
-    async def ask(self, **requests: Elicit | Sample | ListRoots) -> dict[str, Any]:
+    async def ask(self, **requests: Elicit | Sample | ListRoots) -> JSONDict:
         """Ask several things in one round; returns the answers by key.
 
         >>> answers = await ctx.ask(name=Elicit("Name?", schema=Name), roots=ListRoots())
         """
         return await self._ask(requests)
 
-    async def _ask(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+    async def _ask(self, requests: Mapping[str, Any]) -> JSONDict:
         if self.task is not None:
             # A task: it waits in input_required until tasks/update brings the answers.
             return await self.task.ask(requests)
@@ -387,7 +388,7 @@ class Context(Generic[StateT]):
         if self._last_progress is not None and progress <= self._last_progress:
             return False
         self._last_progress = progress
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        params: JSONDict = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None:
@@ -395,7 +396,7 @@ class Context(Generic[StateT]):
         await send(notification("notifications/progress", params))
         return True
 
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
+    async def notify(self, method: str, params: JSONDict | None = None) -> bool:
         """Send a JSON-RPC notification of your own (``"vendor/thing"``) on this request's
         stream: the response's SSE stream over HTTP, stdout over stdio, in the handshake era
         the stream of the request in its session. Returns False, sending nothing, when
@@ -439,7 +440,7 @@ class Context(Generic[StateT]):
             return False
         if c.LOG_LEVEL_RANK[level] < c.LOG_LEVEL_RANK[wanted]:
             return False
-        params: dict[str, Any] = {"level": level, "data": data}
+        params: JSONDict = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
         await send(notification("notifications/message", params))

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 import pydantic
 
+from ..._types import JSONDict
 from ..schema.json_schema import type_schema
 
 __all__ = ["FormSchema", "FormSchemaError", "form_schema"]
@@ -63,12 +64,12 @@ class FormSchema:
     """A form as sent, and what reading its answer needs."""
 
     #: The ``requestedSchema``: share it read-only, copy it to change it.
-    wire: dict[str, Any]
+    wire: JSONDict
     #: Fields optional only because they may be ``None``: absent from an answer, they are None.
     absent_is_none: tuple[str, ...] = ()
 
 
-def form_schema(schema: type[pydantic.BaseModel] | dict[str, Any]) -> FormSchema:
+def form_schema(schema: type[pydantic.BaseModel] | JSONDict) -> FormSchema:
     """The form for a pydantic model (translated) or a JSON schema dict (checked).
 
     >>> form_schema(Loan).wire["properties"]["weeks"]
@@ -115,7 +116,7 @@ def _cached_refusal(key: bytes) -> FormSchemaError | None:
     return _refusal(orjson.loads(key))
 
 
-def _refusal(schema: dict[str, Any]) -> FormSchemaError | None:
+def _refusal(schema: JSONDict) -> FormSchemaError | None:
     """Why a hand-written schema is no form (None when it is one)."""
     try:
         _Form(strict=True).build(schema)
@@ -130,7 +131,7 @@ class _Form:
     def __init__(self, *, strict: bool) -> None:
         self.strict = strict
 
-    def build(self, schema: dict[str, Any]) -> FormSchema:
+    def build(self, schema: JSONDict) -> FormSchema:
         if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
             raise FormSchemaError('its root must be {"type": "object", "properties": {...}}')
         if "properties" not in schema:
@@ -143,13 +144,13 @@ class _Form:
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
             raise FormSchemaError("its 'required' must be a list of property names")
-        properties: dict[str, Any] = {}
+        properties: JSONDict = {}
         optional: list[str] = []
         for name, field in schema.get("properties", {}).items():
             properties[name], nullable = self.field(name, field)
             if nullable and name in required:
                 optional.append(name)
-        wire: dict[str, Any] = {"type": "object", "properties": properties}
+        wire: JSONDict = {"type": "object", "properties": properties}
         if "$schema" in schema:
             wire["$schema"] = schema["$schema"]
         if kept := [name for name in required if name not in optional]:
@@ -161,7 +162,7 @@ class _Form:
         if self.strict:
             raise FormSchemaError(rule)
 
-    def field(self, name: str, field: Any) -> tuple[dict[str, Any], bool]:
+    def field(self, name: str, field: Any) -> tuple[JSONDict, bool]:
         """The field as a form takes it, and whether it was nullable."""
         if not isinstance(field, dict):
             raise FormSchemaError(f"field {name!r} is not a schema (a JSON object)")
@@ -199,7 +200,7 @@ class _Form:
         _check_values(name, field, kind)
         return field, nullable
 
-    def without_null(self, name: str, field: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def without_null(self, name: str, field: JSONDict) -> tuple[JSONDict, bool]:
         """``X | None`` as ``X``: in a form, leaving a field out is how it says "none"."""
         kind = field.get("type")
         if isinstance(kind, list) and "null" in kind and len(kind) == 2:
@@ -214,7 +215,7 @@ class _Form:
                 return {**other, **rest}, True
         return field, False
 
-    def exclusive_bounds(self, name: str, field: dict[str, Any], kind: str) -> None:
+    def exclusive_bounds(self, name: str, field: JSONDict, kind: str) -> None:
         for exclusive, inclusive, step in (
             ("exclusiveMinimum", "minimum", 1),
             ("exclusiveMaximum", "maximum", -1),
@@ -245,7 +246,7 @@ _NOUNS = {
 }
 
 
-def _kind(name: str, field: dict[str, Any]) -> str:
+def _kind(name: str, field: JSONDict) -> str:
     """Which of the spec's primitives ``field`` is, or the rule it breaks."""
     kind = field.get("type")
     if kind == "object" or "properties" in field or "$ref" in field:
@@ -335,7 +336,7 @@ def _format_rule(name: str, fmt: Any) -> str:
     )
 
 
-def _check_values(name: str, field: dict[str, Any], kind: str) -> None:
+def _check_values(name: str, field: JSONDict, kind: str) -> None:
     """The values of the keywords: the spec's types, and a default that fits the field."""
     for key in ("title", "description"):
         if key in field and not isinstance(field[key], str):

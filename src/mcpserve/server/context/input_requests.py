@@ -24,6 +24,7 @@ import orjson
 import pydantic
 
 from ..._content import to_block
+from ..._types import JSONDict
 from ...protocol.input_answers import ElicitResult as ElicitResult
 from ...protocol.input_answers import Root as Root
 from ...protocol.input_answers import SampleResult as SampleResult
@@ -41,7 +42,7 @@ def _content_validator(schema_json: bytes) -> Any:
     return jsonschema.Draft202012Validator(orjson.loads(schema_json))
 
 
-def _check_content(schema: dict[str, Any], content: dict[str, Any]) -> bool:
+def _check_content(schema: JSONDict, content: JSONDict) -> bool:
     """Whether an accepted form's content fits the requested schema: types, required
     fields, ``enum``/``oneOf`` choices, lengths and ranges, as JSON Schema 2020-12 says."""
     try:
@@ -62,7 +63,7 @@ class Elicit:
     """
 
     message: str
-    schema: type[pydantic.BaseModel] | dict[str, Any] | None = None
+    schema: type[pydantic.BaseModel] | JSONDict | None = None
     url: str | None = None
 
     def __post_init__(self) -> None:
@@ -73,11 +74,11 @@ class Elicit:
     def _form(self) -> FormSchema:
         return _EMPTY_FORM if self.schema is None else form_schema(self.schema)
 
-    def _json_schema(self) -> dict[str, Any]:
+    def _json_schema(self) -> JSONDict:
         return self._form().wire
 
-    def to_wire(self) -> dict[str, Any]:
-        params: dict[str, Any] = {"mode": "form", "message": self.message}
+    def to_wire(self) -> JSONDict:
+        params: JSONDict = {"mode": "form", "message": self.message}
         if self.url is not None:
             params["mode"] = "url"
             params["url"] = self.url
@@ -86,7 +87,7 @@ class Elicit:
             params["requestedSchema"] = orjson.loads(orjson.dumps(self._json_schema()))
         return {"method": "elicitation/create", "params": params}
 
-    def required_capabilities(self) -> dict[str, Any]:
+    def required_capabilities(self) -> JSONDict:
         return {"elicitation": {"url" if self.url is not None else "form": {}}}
 
     def parse(self, raw: Any) -> Any:
@@ -123,13 +124,13 @@ class Sample:
     system_prompt: str | None = None
     temperature: float | None = None
     stop_sequences: list[str] | None = None
-    model_preferences: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    model_preferences: JSONDict | None = None
+    metadata: JSONDict | None = None
+    tools: list[JSONDict] | None = None
+    tool_choice: JSONDict | None = None
+    extra: JSONDict = field(default_factory=dict)
 
-    def _messages(self) -> list[dict[str, Any]]:
+    def _messages(self) -> list[JSONDict]:
         items = [self.messages] if isinstance(self.messages, str) else list(self.messages)
         wire = []
         for item in items:
@@ -141,8 +142,8 @@ class Sample:
                 wire.append({"role": "user", "content": to_block(item)})
         return wire
 
-    def to_wire(self) -> dict[str, Any]:
-        params: dict[str, Any] = {"messages": self._messages(), "maxTokens": self.max_tokens}
+    def to_wire(self) -> JSONDict:
+        params: JSONDict = {"messages": self._messages(), "maxTokens": self.max_tokens}
         for key, value in (
             ("systemPrompt", self.system_prompt),
             ("temperature", self.temperature),
@@ -157,7 +158,7 @@ class Sample:
         params.update(self.extra)
         return {"method": "sampling/createMessage", "params": params}
 
-    def required_capabilities(self) -> dict[str, Any]:
+    def required_capabilities(self) -> JSONDict:
         return {"sampling": {"tools": {}} if self.tools else {}}
 
     def parse(self, raw: Any) -> Any:
@@ -176,10 +177,10 @@ class Sample:
 class ListRoots:
     """Ask for the client's roots (the directories or URIs it works in)."""
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JSONDict:
         return {"method": "roots/list", "params": {}}
 
-    def required_capabilities(self) -> dict[str, Any]:
+    def required_capabilities(self) -> JSONDict:
         return {"roots": {}}
 
     def parse(self, raw: Any) -> Any:

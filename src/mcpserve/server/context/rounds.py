@@ -29,6 +29,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ..._types import JSONDict
 from ...protocol import constants as c
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.errors import InvalidParams, MissingClientCapability
@@ -51,8 +52,8 @@ REQUEST_STATE_KEEPERS: tuple[RequestStateKeeper, ...] = ("sealed", "handler")
 class InputRequest(Protocol):
     """What a handler can ask for: :mod:`.input_requests` has the kinds."""
 
-    def to_wire(self) -> dict[str, Any]: ...
-    def required_capabilities(self) -> dict[str, Any]: ...
+    def to_wire(self) -> JSONDict: ...
+    def required_capabilities(self) -> JSONDict: ...
     def parse(self, raw: Any) -> Any:
         """The answer, or ``MISSING`` when ``raw`` is not a usable answer."""
 
@@ -76,16 +77,16 @@ class InputRequired(Record):
     __slots__ = ("input_requests", "state")  # a Record: see protocol/records.py
 
     def __init__(
-        self, input_requests: dict[str, Any] | None = None, state: dict[str, Any] | None = None
+        self, input_requests: JSONDict | None = None, state: JSONDict | None = None
     ) -> None:
-        self.input_requests: dict[str, Any] = {} if input_requests is None else input_requests
+        self.input_requests: JSONDict = {} if input_requests is None else input_requests
         self.state = state
 
 
-def required_capabilities(request: Any) -> dict[str, Any]:
+def required_capabilities(request: Any) -> JSONDict:
     """The client capabilities an input request needs; raw dicts are read by method."""
     if not isinstance(request, dict):
-        needed: dict[str, Any] = request.required_capabilities()
+        needed: JSONDict = request.required_capabilities()
         return needed
     method = request.get("method")
     params = request.get("params")
@@ -101,7 +102,7 @@ def required_capabilities(request: Any) -> dict[str, Any]:
     raise ValueError(f"Unknown input request method {method!r}")
 
 
-def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+def _merge(into: JSONDict, more: JSONDict) -> None:
     for key, value in more.items():
         if isinstance(value, dict) and isinstance(into.get(key), dict):
             _merge(into[key], value)
@@ -137,7 +138,7 @@ class Rounds:
         #: The requestState the handler hands out itself (a tool that keeps its own).
         self.outgoing: str | None = None
         params = ctx.request.params
-        self.answers: dict[str, Any] = {}
+        self.answers: JSONDict = {}
         #: The keys the last round asked, as sealed in its state: the only answers taken.
         #: None without a state: nothing was asked, so nothing is taken, unless the server
         #: takes such answers for its first questions (docs/decisions.md, "Answers without a
@@ -145,10 +146,10 @@ class Rounds:
         self.pending: set[str] | None = None
         #: How many times this attempt has asked (each ``ctx.ask``/``elicit`` call once).
         self.asked = 0
-        self.state: dict[str, Any] = {}
+        self.state: JSONDict = {}
         self.round = 0
         responses = params.get("inputResponses")
-        self.responses: dict[str, Any] = responses if isinstance(responses, dict) else {}
+        self.responses: JSONDict = responses if isinstance(responses, dict) else {}
         #: What a sealed state is bound to; None for a handler's own state.
         self.binding: Binding | None = None
         if not sealed:  # the handler's own state: nothing to open, nothing to bind
@@ -191,17 +192,17 @@ class Rounds:
 
     def check_capabilities(self, requests: Mapping[str, Any]) -> None:
         """-32021 naming everything the client lacks for ``requests``."""
-        needed: dict[str, Any] = {}
+        needed: JSONDict = {}
         for request in requests.values():
             _merge(needed, required_capabilities(request))
         missing = missing_capabilities(needed, self.ctx.client_capabilities)
         if missing:
             raise MissingClientCapability(missing)
 
-    def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+    def ask(self, requests: Mapping[str, InputRequest]) -> JSONDict:
         self.check_capabilities(requests)
         self.asked += 1
-        answers: dict[str, Any] = {}
+        answers: JSONDict = {}
         unanswered: dict[str, InputRequest] = {}
         for key, request in requests.items():
             parsed = self.answer(key, request)
@@ -214,8 +215,8 @@ class Rounds:
         return answers
 
     def input_required(
-        self, requests: Mapping[str, Any], user_state: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, requests: Mapping[str, Any], user_state: JSONDict | None = None
+    ) -> JSONDict:
         """The ``InputRequiredResult`` that ends this attempt."""
         self.check_capabilities(requests)
         wire = {key: r if isinstance(r, dict) else r.to_wire() for key, r in requests.items()}
@@ -229,15 +230,13 @@ class Rounds:
             "k": sorted(wire),
             "u": self.state if user_state is None else user_state,
         }
-        result: dict[str, Any] = {"resultType": "input_required"}
+        result: JSONDict = {"resultType": "input_required"}
         if wire:
             result["inputRequests"] = wire
         result["requestState"] = sealer.seal(self.binding, payload, round_number=self.round + 1)
         return result
 
-    def _handlers_input_required(
-        self, wire: dict[str, Any], user_state: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def _handlers_input_required(self, wire: JSONDict, user_state: JSONDict | None) -> JSONDict:
         """The result of a tool that keeps its own state: its string, exactly as set."""
         if user_state is not None:
             raise RuntimeError(
@@ -245,7 +244,7 @@ class Rounds:
                 "nothing is sealed: hand yours out with ctx.set_raw_request_state(text), "
                 "not InputRequired(state=...)"
             )
-        result: dict[str, Any] = {"resultType": "input_required"}
+        result: JSONDict = {"resultType": "input_required"}
         if wire:
             result["inputRequests"] = wire
         if self.outgoing is not None:

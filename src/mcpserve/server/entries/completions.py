@@ -18,10 +18,11 @@ the partial value (:func:`choice_completion`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..._types import JSONDict, UserFunction
 from ...protocol.core import answered
 from ...protocol.errors import InvalidParams
 from ..context.context import Context
@@ -45,7 +46,7 @@ class Completer(FunctionEntry):
     __slots__ = ("arguments_param", "value_param")
 
     def __init__(
-        self, fn: Callable[..., Any], key: str, *, pool: Pool, blocking: bool | None = None
+        self, fn: UserFunction, key: str, *, pool: Pool, blocking: bool | None = None
     ) -> None:
         super().__init__(fn, key, pool=pool, blocking=blocking)
         names = self.arguments.param_names
@@ -59,7 +60,7 @@ class Completer(FunctionEntry):
             if name in required:
                 raise TypeError(f"Completer {fn.__name__}() has an unexpected parameter {name}")
 
-    async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> dict[str, Any]:
+    async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> JSONDict:
         """The ``completion`` object for the partial ``value``."""
         return await answered(self.run((value, arguments), ctx))
 
@@ -70,20 +71,20 @@ class Completer(FunctionEntry):
             bound[self.arguments_param] = known
         return bound
 
-    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
         raise InvalidParams(f"Invalid arguments for completion {self.key}: {invalid}")
 
-    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
         return completion_wire(value)
 
 
-def choice_completion(choices: Iterable[str], value: str) -> dict[str, Any]:
+def choice_completion(choices: Iterable[str], value: str) -> JSONDict:
     """The ``completion`` of an argument without a completer: those of its allowed values
     that start with the partial ``value``, in declared order (none for an open type)."""
     return completion_wire([choice for choice in choices if choice.startswith(value)])
 
 
-def completion_wire(result: Any) -> dict[str, Any]:
+def completion_wire(result: Any) -> JSONDict:
     if isinstance(result, Completion):
         values, total, has_more = list(result.values), result.total, result.has_more
     else:
@@ -91,7 +92,7 @@ def completion_wire(result: Any) -> dict[str, Any]:
     if len(values) > MAX_VALUES:
         total = total if total is not None else len(values)
         values, has_more = values[:MAX_VALUES], True
-    wire: dict[str, Any] = {"values": [str(v) for v in values]}
+    wire: JSONDict = {"values": [str(v) for v in values]}
     if total is not None:
         wire["total"] = total
     if has_more is not None:

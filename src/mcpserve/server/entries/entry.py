@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from ..._invoking import is_synchronous, make_invoker
+from ..._types import JSONDict, Result, UserFunction
 from ...protocol.errors import MCPError, reraise_unexpected
 from ..context.context import Context
 from ..context.rounds import InputRequired, NeedInput
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 Pool = Callable[[], "ThreadPoolExecutor"]
-Result = dict[str, Any]
 
 
 class InvalidArguments(Exception):
@@ -76,12 +76,12 @@ class FunctionEntry(abc.ABC):
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: UserFunction,
         key: str,
         *,
         pool: Pool,
         blocking: bool | None = None,
-        wire: dict[str, Any] | None = None,
+        wire: JSONDict | None = None,
         strict: bool = False,
         scopes: Iterable[str] = (),
     ) -> None:
@@ -96,7 +96,7 @@ class FunctionEntry(abc.ABC):
         #: Answered inline: it never waits, so nothing can cancel it mid-call. Cleared for
         #: kinds whose calls may wait around the function (a task, middleware).
         self.synchronous = self.inline
-        self.wire: dict[str, Any] = wire or {}
+        self.wire: JSONDict = wire or {}
         #: What an authenticated caller must have been granted to see and use it.
         self.scopes = scope_set(scopes)
 
@@ -147,7 +147,7 @@ class FunctionEntry(abc.ABC):
             return self.failed(exc, ctx)
         return self.finished(value, ctx)
 
-    def bind(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+    def bind(self, arguments: Any, ctx: Context) -> JSONDict:
         """The keyword arguments for the function, validated, the context among them."""
         try:
             kwargs = self.arguments.validate(arguments)
@@ -157,7 +157,7 @@ class FunctionEntry(abc.ABC):
             kwargs[self.arguments.context_param] = ctx
         return kwargs
 
-    def failed(self, exc: Exception | NeedInput, ctx: Context) -> dict[str, Any]:
+    def failed(self, exc: Exception | NeedInput, ctx: Context) -> JSONDict:
         if isinstance(exc, NeedInput):  # the attempt ends here: ask, and run again on the retry
             return ctx.rounds.input_required(exc.requests)
         if isinstance(exc, InvalidArguments):
@@ -167,7 +167,7 @@ class FunctionEntry(abc.ABC):
         reraise_unexpected(exc)  # a test that asked sees it here, before any kind masks it
         return self.fail(exc, ctx)
 
-    def finished(self, value: Any, ctx: Context) -> dict[str, Any]:
+    def finished(self, value: Any, ctx: Context) -> JSONDict:
         if isinstance(value, InputRequired):
             return ctx.rounds.input_required(value.input_requests, value.state)
         return self.shape(value, ctx)
@@ -178,16 +178,16 @@ class FunctionEntry(abc.ABC):
         """Checks before binding; returns the arguments to bind."""
         return arguments
 
-    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
         """The answer to arguments that do not fit (default: the exception propagates)."""
         raise invalid
 
-    def fail(self, exc: Exception, ctx: Context) -> dict[str, Any]:
+    def fail(self, exc: Exception, ctx: Context) -> JSONDict:
         """The answer to any other exception (default: it propagates, masked as -32603)."""
         raise exc
 
     @abc.abstractmethod
-    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
         """The result for the function's return value."""
 
 
@@ -209,13 +209,13 @@ def scope_set(scopes: Iterable[str]) -> frozenset[str]:
 
 
 def list_entry(
-    fn: Callable[..., Any],
-    fields: dict[str, Any],
+    fn: UserFunction,
+    fields: JSONDict,
     *,
     title: str | None = None,
     description: str | None = None,
     **optional: Any,
-) -> dict[str, Any]:
+) -> JSONDict:
     """A list entry: ``fields`` first, then each optional field that is set, with the
     docstring's summary as the description unless one is given."""
     entry = dict(fields)

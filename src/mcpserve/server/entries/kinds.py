@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from typing_extensions import TypeIs
 
+from ..._types import JSONDict, Result
+
 if TYPE_CHECKING:
     from ..context.context import Context
     from .resources import CachePolicy
     from .uri_template import URITemplate
 
-Result = dict[str, Any]
 TaskMode = Literal["optional", "required"]
 
 
@@ -34,7 +35,7 @@ class Entry(Protocol):
     @property
     def key(self) -> str: ...
     @property
-    def wire(self) -> dict[str, Any]: ...
+    def wire(self) -> JSONDict: ...
     @property
     def scopes(self) -> frozenset[str]: ...
     @property
@@ -87,15 +88,13 @@ class TemplateEntry(Entry, Protocol):
     def cache(self) -> CachePolicy | None: ...
     @property
     def mime_type(self) -> str | None: ...
-    def match(self, uri: str) -> dict[str, Any] | None: ...
+    def match(self, uri: str) -> JSONDict | None: ...
 
 
 class CompleterEntry(Entry, Protocol):
     """Completions of one prompt argument or template variable."""
 
-    async def complete(
-        self, value: str, arguments: dict[str, str], ctx: Context
-    ) -> dict[str, Any]: ...
+    async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> JSONDict: ...
 
 
 def is_entry(value: object) -> TypeIs[Entry]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..._content import ContentBlock
+from ..._types import JSONDict
 
 
 def _b64(data: bytes | str) -> str:
@@ -30,14 +30,14 @@ class Image(ContentBlock):
 
     data: bytes | str
     mime_type: str = "image/png"
-    annotations: dict[str, Any] | None = None
+    annotations: JSONDict | None = None
 
     @classmethod
     def from_file(cls, path: str | Path, mime_type: str | None = None) -> Image:
         path = Path(path)
         return cls(path.read_bytes(), mime_type or _guess_mime(path, "image/png"))
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JSONDict:
         block = {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
         return _annotate(block, self.annotations)
 
@@ -48,14 +48,14 @@ class Audio(ContentBlock):
 
     data: bytes | str
     mime_type: str = "audio/wav"
-    annotations: dict[str, Any] | None = None
+    annotations: JSONDict | None = None
 
     @classmethod
     def from_file(cls, path: str | Path, mime_type: str | None = None) -> Audio:
         path = Path(path)
         return cls(path.read_bytes(), mime_type or _guess_mime(path, "audio/wav"))
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JSONDict:
         block = {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
         return _annotate(block, self.annotations)
 
@@ -68,14 +68,14 @@ class EmbeddedResource(ContentBlock):
     text: str | None = None
     blob: bytes | None = None
     mime_type: str | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: JSONDict | None = None
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.blob is None):
             raise ValueError("EmbeddedResource needs exactly one of text or blob")
 
-    def to_wire(self) -> dict[str, Any]:
-        resource: dict[str, Any] = {"uri": self.uri}
+    def to_wire(self) -> JSONDict:
+        resource: JSONDict = {"uri": self.uri}
         if self.mime_type:
             resource["mimeType"] = self.mime_type
         if self.text is not None:
@@ -95,10 +95,10 @@ class ResourceLink(ContentBlock):
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: JSONDict | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        block: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+    def to_wire(self) -> JSONDict:
+        block: JSONDict = {"type": "resource_link", "uri": self.uri, "name": self.name}
         for key, value in (
             ("title", self.title),
             ("description", self.description),
@@ -110,7 +110,7 @@ class ResourceLink(ContentBlock):
         return _annotate(block, self.annotations)
 
 
-def _annotate(block: dict[str, Any], annotations: dict[str, Any] | None) -> dict[str, Any]:
+def _annotate(block: JSONDict, annotations: JSONDict | None) -> JSONDict:
     if annotations:
         block["annotations"] = annotations
     return block

@@ -14,13 +14,14 @@ for that argument.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
 
 from ..._content import to_block
+from ..._types import JSONDict, UserFunction
 from ...protocol.errors import InvalidParams
 from ..context.context import Context
 from ..schema.signature import ArgumentSpec, parse_docstring
@@ -34,7 +35,7 @@ class Message:
     content: Any
     role: Literal["user", "assistant"] = "user"
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JSONDict:
         return {"role": self.role, "content": to_block(self.content)}
 
 
@@ -46,7 +47,7 @@ def assistant(content: Any) -> Message:
     return Message(content, "assistant")
 
 
-def to_messages(value: Any) -> dict[str, Any]:
+def to_messages(value: Any) -> JSONDict:
     """A prompt function's return value as a ``GetPromptResult`` body."""
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
         return dict(value)
@@ -69,14 +70,14 @@ class Prompt(FunctionEntry):
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: UserFunction,
         *,
         pool: Pool,
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
+        icons: list[JSONDict] | None = None,
+        meta: JSONDict | None = None,
         blocking: bool | None = None,
         scopes: Iterable[str] = (),
     ) -> None:
@@ -89,7 +90,7 @@ class Prompt(FunctionEntry):
         required = set(schema.get("required", ()))
         listed = []
         for param in self.arguments.param_names:
-            entry: dict[str, Any] = {"name": param}
+            entry: JSONDict = {"name": param}
             param_description = schema["properties"][param].get("description")
             if param_description or param in param_docs:
                 entry["description"] = param_description or param_docs[param]
@@ -122,10 +123,10 @@ class Prompt(FunctionEntry):
         ctx.begin_rounds(called_name(ctx, self.key), arguments or {})
         return arguments
 
-    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
         raise InvalidParams(f"Invalid arguments for prompt {called_name(ctx, self.key)}: {invalid}")
 
-    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
         return to_messages(value)
 
 

@@ -12,9 +12,9 @@ registered resource template.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from ..._types import JSONDict, UserFunction
 from ...protocol.errors import InternalError
 from ..context.context import Context
 from .entry import FunctionEntry, Pool
@@ -29,10 +29,10 @@ class ResourceLister(FunctionEntry):
 
     __slots__ = ()
 
-    def __init__(self, fn: Callable[..., Any], *, pool: Pool, blocking: bool | None = None):
+    def __init__(self, fn: UserFunction, *, pool: Pool, blocking: bool | None = None):
         super().__init__(fn, fn.__name__, pool=pool, blocking=blocking)
 
-    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
         if not isinstance(value, list | tuple):
             raise InternalError(f"{self.key}() must return a list of resource entries")
         entries = []

@@ -14,10 +14,11 @@ any JSON-able value (rendered as JSON text, ``application/json`` by default).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._content import json_text
+from ..._types import JSONDict, UserFunction
 from ...protocol.errors import ResourceNotFound
 from ...protocol.records import Record
 from ..context.context import Context
@@ -58,7 +59,7 @@ class Contents(Record):
         blob: bytes | None = None,
         mime_type: str | None = None,
         uri: str | None = None,
-        meta: dict[str, Any] | None = None,
+        meta: JSONDict | None = None,
     ) -> None:
         self.text = text
         self.blob = blob
@@ -66,8 +67,8 @@ class Contents(Record):
         self.uri = uri
         self.meta = meta
 
-    def to_wire(self, uri: str, mime_type: str | None) -> dict[str, Any]:
-        entry: dict[str, Any] = {"uri": self.uri or uri}
+    def to_wire(self, uri: str, mime_type: str | None) -> JSONDict:
+        entry: JSONDict = {"uri": self.uri or uri}
         mime = self.mime_type or mime_type
         if mime:
             entry["mimeType"] = mime
@@ -80,10 +81,10 @@ class Contents(Record):
         return entry
 
 
-def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
+def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
     """A function's return value as ``ReadResourceResult.contents``."""
     if isinstance(value, str):
-        entry: dict[str, Any] = {"uri": uri, "text": value}
+        entry: JSONDict = {"uri": uri, "text": value}
     elif isinstance(value, bytes | bytearray | memoryview):
         entry = {"uri": uri, "blob": base64.b64encode(value).decode("ascii")}
     elif isinstance(value, Contents):
@@ -106,7 +107,7 @@ class Readable(FunctionEntry):
     def __init__(
         self,
         key: str,
-        fn: Callable[..., Any],
+        fn: UserFunction,
         *,
         pool: Pool,
         blocking: bool | None = None,
@@ -122,7 +123,7 @@ class Readable(FunctionEntry):
         ctx.begin_rounds(ctx.request.params["uri"], {})
         return arguments
 
-    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
         return {"contents": to_contents(value, ctx.request.params["uri"], self.mime_type)}
 
 
@@ -142,21 +143,21 @@ class ResourceTemplate(Readable):
 
     __slots__ = ("template",)
 
-    def __init__(self, template: URITemplate, fn: Callable[..., Any], **options: Any) -> None:
+    def __init__(self, template: URITemplate, fn: UserFunction, **options: Any) -> None:
         super().__init__(template.template, fn, **options)
         self.template = template
 
-    def match(self, uri: str) -> dict[str, Any] | None:
+    def match(self, uri: str) -> JSONDict | None:
         return self.template.match(uri)
 
-    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
         # A variable that does not convert (``notes://abc`` for an ``int`` id) names nothing.
         raise ResourceNotFound(ctx.request.params["uri"])
 
 
 def build_resource(
     uri: str,
-    fn: Callable[..., Any],
+    fn: UserFunction,
     *,
     pool: Pool,
     name: str | None = None,
@@ -164,16 +165,16 @@ def build_resource(
     description: str | None = None,
     mime_type: str | None = None,
     size: int | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    annotations: dict[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
+    icons: list[JSONDict] | None = None,
+    annotations: JSONDict | None = None,
+    meta: JSONDict | None = None,
     blocking: bool | None = None,
     cache: CachePolicy | None = None,
     scopes: Iterable[str] = (),
 ) -> Resource | ResourceTemplate:
     """A :class:`Resource`, or a :class:`ResourceTemplate` when ``uri`` has ``{variables}``."""
     template = _template_of(uri)
-    options: dict[str, Any] = {
+    options: JSONDict = {
         "pool": pool,
         "blocking": blocking,
         "mime_type": mime_type,
@@ -186,7 +187,7 @@ def build_resource(
         else ResourceTemplate(template, fn, **options)
     )
     arguments = resource.arguments
-    listing: dict[str, Any] = {
+    listing: JSONDict = {
         "title": title,
         "description": description,
         "mimeType": mime_type,
@@ -200,7 +201,7 @@ def build_resource(
                 f"Resource {uri!r} has no URI variables, so {fn.__name__}() cannot take "
                 f"arguments ({', '.join(arguments.param_names)})"
             )
-        fields: dict[str, Any] = {"uri": uri, "name": name or fn.__name__}
+        fields: JSONDict = {"uri": uri, "name": name or fn.__name__}
         resource.wire = list_entry(fn, fields, **listing, size=size)
         return resource
     unknown = set(template.variables) - set(arguments.param_names)

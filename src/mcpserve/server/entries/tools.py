@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pydantic
 
 from ..._content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
+from ..._types import JSONDict, UserFunction
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.errors import InternalError, MissingClientCapability, ToolError, new_ref
 from ...protocol.handshake import wraps_output
@@ -58,15 +59,15 @@ class ToolResult(Record):
         content: list[Any] | None = None,
         structured: Any = None,
         is_error: bool = False,
-        meta: dict[str, Any] | None = None,
+        meta: JSONDict | None = None,
     ) -> None:
         self.content: list[Any] = [] if content is None else content
         self.structured = structured
         self.is_error = is_error
         self.meta = meta
 
-    def to_wire(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"content": to_blocks(self.content)}
+    def to_wire(self) -> JSONDict:
+        result: JSONDict = {"content": to_blocks(self.content)}
         if self.structured is not None:
             result["structuredContent"] = self.structured
         if self.is_error:
@@ -76,7 +77,7 @@ class ToolResult(Record):
         return result
 
 
-def error_result(message: str) -> dict[str, Any]:
+def error_result(message: str) -> JSONDict:
     return {"content": [text(message)], "isError": True}
 
 
@@ -98,19 +99,19 @@ class Tool(FunctionEntry):
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: UserFunction,
         *,
         pool: Pool,
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
+        annotations: JSONDict | None = None,
+        icons: list[JSONDict] | None = None,
+        meta: JSONDict | None = None,
         blocking: bool | None = None,
-        requires: dict[str, Any] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
+        requires: JSONDict | None = None,
+        input_schema: JSONDict | None = None,
+        output_schema: JSONDict | None = None,
         scopes: Iterable[str] = (),
         request_state: RequestStateKeeper = "sealed",
     ) -> None:
@@ -146,7 +147,7 @@ class Tool(FunctionEntry):
             raise ValueError(f"Tool {name!r}: {exc}") from None
         self.header_params: dict[str, str] = {prop: header for prop, header, _ in annotated}
         self.header_types: dict[str, str] = {prop: kind for prop, _, kind in annotated}
-        fields: dict[str, Any] = {"name": name, "inputSchema": schema}
+        fields: JSONDict = {"name": name, "inputSchema": schema}
         published_output = output_schema if output_schema is not None else self.output.schema
         if published_output is not None:
             fields["outputSchema"] = published_output
@@ -193,10 +194,10 @@ class Tool(FunctionEntry):
             raise InvalidArguments([f"this tool takes no arguments; got: {unexpected}"])
         return arguments
 
-    def refuse(self, invalid: InvalidArguments, ctx: Context) -> dict[str, Any]:
+    def refuse(self, invalid: InvalidArguments, ctx: Context) -> JSONDict:
         return error_result(f"Invalid arguments for tool {called_name(ctx, self.key)}: {invalid}")
 
-    def fail(self, exc: Exception, ctx: Context) -> dict[str, Any]:
+    def fail(self, exc: Exception, ctx: Context) -> JSONDict:
         if isinstance(exc, ToolError):
             return error_result(str(exc))
         ref = new_ref()
@@ -204,7 +205,7 @@ class Tool(FunctionEntry):
         logger.error("Tool %r failed (ref %s)", name, ref, exc_info=exc)
         return error_result(f"Tool {name} failed unexpectedly (ref {ref})")
 
-    def shape(self, value: Any, ctx: Context | None = None) -> dict[str, Any]:
+    def shape(self, value: Any, ctx: Context | None = None) -> JSONDict:
         """Turn a return value into a ``CallToolResult`` body."""
         if type(value) is str and self.output_check is None and not self.output.structured:
             return {"content": [{"type": "text", "text": value}]}  # the commonest answer
@@ -220,7 +221,7 @@ class Tool(FunctionEntry):
             result["structuredContent"] = {"result": result["structuredContent"]}
         return result
 
-    def _shaped(self, value: Any, name: str) -> dict[str, Any]:
+    def _shaped(self, value: Any, name: str) -> JSONDict:
         if isinstance(value, ToolResult):
             result = value.to_wire()
         elif _is_call_tool_result(value):
@@ -277,7 +278,7 @@ class RawSchema:
     retrieval is configured (``docs/decisions.md``, "Schemas").
     """
 
-    def __init__(self, tool: str, schema: dict[str, Any]) -> None:
+    def __init__(self, tool: str, schema: JSONDict) -> None:
         import jsonschema
 
         dialect = schema.get("$schema", DIALECT_2020_12)

@@ -12,10 +12,12 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from ..._types import UserFunction
+
 R = TypeVar("R")
 
 
-def remember_last(read: Callable[[Callable[..., Any]], R]) -> Callable[[Callable[..., Any]], R]:
+def remember_last(read: Callable[[UserFunction], R]) -> Callable[[UserFunction], R]:
     """Keep ``read``'s answer for the last function it was asked about (by identity).
 
     Registration reads a function's docstring and type hints more than once in a row (for
@@ -25,7 +27,7 @@ def remember_last(read: Callable[[Callable[..., Any]], R]) -> Callable[[Callable
     last: list[Any] = [None, None]
 
     @functools.wraps(read)
-    def remembered(fn: Callable[..., Any]) -> R:
+    def remembered(fn: UserFunction) -> R:
         seen, answer = last
         if seen is fn:
             return cast(R, answer)
@@ -36,7 +38,7 @@ def remember_last(read: Callable[[Callable[..., Any]], R]) -> Callable[[Callable
     return remembered
 
 
-def unwrap(fn: Callable[..., Any]) -> Any:
+def unwrap(fn: UserFunction) -> Any:
     """Where the annotations and docstring of a partial or a callable object live."""
     if isinstance(fn, functools.partial):
         return fn.func
@@ -65,7 +67,7 @@ _SPHINX_PARAM = re.compile(
 
 
 @remember_last
-def parse_docstring(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
+def parse_docstring(fn: UserFunction) -> tuple[str | None, dict[str, str]]:
     """Split a docstring into its description and per-parameter descriptions.
 
     Understands Google (``Args:``), NumPy (``Parameters`` over a dashed rule) and Sphinx

@@ -19,9 +19,9 @@ import dataclasses
 import importlib
 import types
 import typing
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from ..._types import JSONDict, UserFunction
 from .docstrings import unwrap
 
 #: What the advice offers in place of a type that cannot become a schema.
@@ -42,7 +42,7 @@ class RegistrationError(TypeError):
     """
 
 
-def function_name(fn: Callable[..., Any]) -> str:
+def function_name(fn: UserFunction) -> str:
     """``name()`` as its author wrote it: a partial's function, an object's class."""
     target = unwrap(fn)
     name = getattr(target, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
@@ -50,7 +50,7 @@ def function_name(fn: Callable[..., Any]) -> str:
     return f"{name.rpartition('<locals>.')[2].removesuffix('.__call__')}()"
 
 
-def context_without_annotation(fn: Callable[..., Any], name: str) -> RegistrationError:
+def context_without_annotation(fn: UserFunction, name: str) -> RegistrationError:
     """A ``ctx``/``context`` parameter nobody typed: it would be published as an argument."""
     return RegistrationError(
         f"{function_name(fn)}: parameter {name!r} has no annotation, so it would be published "
@@ -62,9 +62,7 @@ def context_without_annotation(fn: Callable[..., Any], name: str) -> Registratio
 # --------------------------------------------------------------------------- evaluating
 
 
-def unresolved_annotations(
-    fn: Callable[..., Any], target: Any, exc: Exception
-) -> RegistrationError:
+def unresolved_annotations(fn: UserFunction, target: Any, exc: Exception) -> RegistrationError:
     """``typing.get_type_hints`` failed: find the annotation that cannot be evaluated."""
     namespace = getattr(target, "__globals__", None) or {}
     for name, annotation in _raw_annotations(target).items():
@@ -76,7 +74,7 @@ def unresolved_annotations(
     )
 
 
-def _raw_annotations(target: Any) -> dict[str, Any]:
+def _raw_annotations(target: Any) -> JSONDict:
     try:
         return dict(getattr(target, "__annotations__", None) or {})
     except NameError:
@@ -86,7 +84,7 @@ def _raw_annotations(target: Any) -> dict[str, Any]:
 
 
 def _evaluation_problem(
-    annotation: Any, namespace: dict[str, Any], fn: Callable[..., Any]
+    annotation: Any, namespace: dict[str, object], fn: UserFunction
 ) -> str | None:
     holder = types.SimpleNamespace(__annotations__={"probe": annotation})
     try:
@@ -115,7 +113,7 @@ def _subject(name: str) -> str:
 
 
 def unsupported_parameter(
-    fn: Callable[..., Any], name: str, annotation: Any, exc: Exception
+    fn: UserFunction, name: str, annotation: Any, exc: Exception
 ) -> RegistrationError:
     """A parameter whose type has no JSON Schema."""
     return RegistrationError(
@@ -125,9 +123,7 @@ def unsupported_parameter(
     )
 
 
-def unsupported_return(
-    fn: Callable[..., Any], annotation: Any, exc: Exception
-) -> RegistrationError:
+def unsupported_return(fn: UserFunction, annotation: Any, exc: Exception) -> RegistrationError:
     """A return annotation that has no JSON Schema."""
     return RegistrationError(
         f"{function_name(fn)}: {_subject('return')} {_why(annotation, 'serialization', exc)}. "
@@ -193,7 +189,7 @@ def _parts(tp: Any) -> list[tuple[Any, str]]:
         return [(arg, "") for arg in typing.get_args(tp) if _is_type_like(arg)]
     if not isinstance(tp, type):
         return []
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     model_fields = getattr(tp, "__pydantic_fields__", None)
     if isinstance(model_fields, dict) and not dataclasses.is_dataclass(tp):
         fields = {name: info.annotation for name, info in model_fields.items()}

@@ -24,7 +24,9 @@ from typing import Any, Literal, cast
 
 import orjson
 
-_NULL: dict[str, Any] = {"type": "null"}
+from ..._types import JSONDict
+
+_NULL: JSONDict = {"type": "null"}
 _DEF_PREFIX = "#/$defs/"
 _SUBSCHEMA = frozenset(
     {"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"}
@@ -38,12 +40,12 @@ _NOT_FLAT = _SUBSCHEMA | _SUBSCHEMA_LIST | _SUBSCHEMA_MAP | {"$ref", "$defs", "e
 INLINE_LIMIT = 64 * 1024
 
 
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def clean_schema(schema: JSONDict) -> JSONDict:
     """Inline ``$ref``s (keeping ``$defs`` only for recursive definitions) and collapse
     ``Optional`` of flat schemas into a ``type`` list. Returns a new dict and leaves the input
     alone. Titles are the generator's business: see
     :class:`~.schema_generator.CleanJsonSchemaGenerator`."""
-    defs: dict[str, Any] = schema.get("$defs") or {}
+    defs: JSONDict = schema.get("$defs") or {}
     recursive = _recursive_defs(defs)
     if defs and _inlined_size(schema, defs, recursive) > INLINE_LIMIT:
         recursive = set(defs)  # too big inlined: every definition stays in $defs
@@ -51,7 +53,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     def walk(node: Any, *, inline_recursive: bool = False) -> Any:
         if not isinstance(node, dict):
             return copy.deepcopy(node)
-        out: dict[str, Any] = {}
+        out: JSONDict = {}
         # Only descend where the keyword holds schemas, so that a property *named* "$ref" or
         # a default value shaped like a schema is never mistaken for one.
         for key, value in node.items():
@@ -73,13 +75,13 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     # A recursive root is unfolded once so that the root still says "type": "object"; its
     # inner references keep pointing into the retained $defs.
-    result = cast(dict[str, Any], walk(schema, inline_recursive=True))
+    result = cast(JSONDict, walk(schema, inline_recursive=True))
     if kept := {name: walk(body) for name, body in defs.items() if name in recursive}:
         result["$defs"] = kept
     return result
 
 
-def _inlined_size(schema: dict[str, Any], defs: dict[str, Any], recursive: set[str]) -> int:
+def _inlined_size(schema: JSONDict, defs: JSONDict, recursive: set[str]) -> int:
     """About how many bytes ``schema`` takes once its non-recursive ``$ref``s are inlined."""
     sizes: dict[str, int] = {}
 
@@ -149,7 +151,7 @@ def _recursive_defs(defs: Mapping[str, Any]) -> set[str]:
     return recursive
 
 
-def _collapse_nullable(node: dict[str, Any]) -> dict[str, Any]:
+def _collapse_nullable(node: JSONDict) -> JSONDict:
     branches = node.get("anyOf")
     if not (isinstance(branches, list) and len(branches) == 2 and _NULL in branches):
         return node
@@ -164,7 +166,7 @@ def _collapse_nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 def type_schema(
     tp: Any, *, mode: Literal["validation", "serialization"] = "validation"
-) -> dict[str, Any]:
+) -> JSONDict:
     """The cleaned, title-free JSON Schema of any type pydantic understands."""
     from pydantic import TypeAdapter
 

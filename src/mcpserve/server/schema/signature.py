@@ -35,12 +35,16 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Annotated, Any, NotRequired, Required, cast
 
 import orjson
-from typing_extensions import TypedDict  # pydantic rejects typing's before Python 3.12
+from typing_extensions import (
+    TypedDict,  # pydantic rejects typing's before Python 3.12
+    TypeIs,
+)
 
+from ..._types import JSONDict, JSONValue, UserFunction
 from .docstrings import parse_docstring, remember_last, unwrap
 from .json_schema import clean_schema
 
@@ -48,6 +52,7 @@ if typing.TYPE_CHECKING:
     # pydantic's validation and schema machinery loads with the first schema built (a
     # registration), not with ``import mcpserve``.
     from pydantic import TypeAdapter
+    from pydantic.fields import FieldInfo
 
 __all__ = [
     "ArgumentSpec",
@@ -57,6 +62,10 @@ __all__ = [
     "inspect_output",
     "parse_docstring",
 ]
+
+#: A function's parameters as registration reads them: (name, annotation, default,
+#: description). An annotation is any typing form, which pydantic's own API takes as ``Any``.
+_Shape = list[tuple[str, Any, object, str | None]]
 
 
 class Header:
@@ -75,7 +84,7 @@ class Header:
 
 
 @remember_last
-def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+def _hints(fn: UserFunction) -> dict[str, Any]:
     """The function's resolved type hints (a shared dict: read it, do not change it)."""
     target = unwrap(fn)
     if inspect.isclass(target):
@@ -88,17 +97,17 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
         raise unresolved_annotations(fn, target, exc) from None
 
 
-def _strip_annotated(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+def _strip_annotated(tp: Any) -> tuple[object, tuple[object, ...]]:
     if typing.get_origin(tp) is Annotated:
         return tp.__origin__, tp.__metadata__
     return tp, ()
 
 
-def _is_union(tp: Any) -> bool:
+def _is_union(tp: object) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType)
 
 
-def _is_context(tp: Any, context_type: type) -> bool:
+def _is_context(tp: object, context_type: type) -> bool:
     tp, _ = _strip_annotated(tp)
     if _is_union(tp):
         members = [arg for arg in typing.get_args(tp) if arg is not types.NoneType]
@@ -111,7 +120,7 @@ def _is_context(tp: Any, context_type: type) -> bool:
 _CONTEXT_NAMES = frozenset({"ctx", "context"})
 
 
-def _header_of(tp: Any) -> str | None:
+def _header_of(tp: object) -> str | None:
     bare, metadata = _strip_annotated(tp)
     # Also look inside unions, for `Annotated[str, Header("X")] | None`.
     for member in typing.get_args(bare) if _is_union(bare) else ():
@@ -134,11 +143,11 @@ class ArgumentSpec:
 
     def __init__(
         self,
-        input_schema: dict[str, Any],
+        input_schema: JSONDict,
         context_param: str | None,
         param_names: tuple[str, ...],
-        validate_python: Callable[[Any], Any],
-        validate_json: Callable[[bytes], Any] | None,
+        validate_python: Callable[[object], object],
+        validate_json: Callable[[bytes], object] | None,
     ) -> None:
         self.input_schema = input_schema
         self.context_param = context_param
@@ -149,7 +158,7 @@ class ArgumentSpec:
     def __repr__(self) -> str:
         return f"ArgumentSpec(param_names={self.param_names!r})"
 
-    def with_schema(self, input_schema: dict[str, Any]) -> ArgumentSpec:
+    def with_schema(self, input_schema: JSONDict) -> ArgumentSpec:
         """The same parameters and validators, published with ``input_schema``."""
         return ArgumentSpec(
             input_schema,
@@ -159,7 +168,7 @@ class ArgumentSpec:
             self._validate_json,
         )
 
-    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    def validate(self, arguments: Mapping[str, JSONValue] | None) -> JSONDict:
         """Validate and coerce; returns kwargs for the function (without the context param).
         Raises pydantic.ValidationError on bad input. None means {}."""
         if arguments is None:
@@ -169,13 +178,13 @@ class ArgumentSpec:
                 encoded = orjson.dumps(arguments)
             except orjson.JSONEncodeError:
                 # Not JSON-shaped, so it came from Python code: Python strict mode fits.
-                return cast(dict[str, Any], self._validate_python(arguments))
-            return cast(dict[str, Any], self._validate_json(encoded))
-        return cast(dict[str, Any], self._validate_python(arguments))
+                return cast(JSONDict, self._validate_python(arguments))
+            return cast(JSONDict, self._validate_json(encoded))
+        return cast(JSONDict, self._validate_python(arguments))
 
 
 def inspect_arguments(
-    fn: Callable[..., Any], *, context_type: type | None = None, strict: bool = False
+    fn: UserFunction, *, context_type: type | None = None, strict: bool = False
 ) -> ArgumentSpec:
     """Build the input schema and validator for ``fn``'s parameters (once, at registration)."""
     hints = _hints(fn)
@@ -183,7 +192,7 @@ def inspect_arguments(
     context_param: str | None = None
     headers: dict[str, str] = {}
     # (name, annotation, default, description) per parameter; also the cache key.
-    shape: list[tuple[str, Any, Any, str | None]] = []
+    shape: _Shape = []
     for name, param in inspect.signature(fn).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(
@@ -211,7 +220,7 @@ def inspect_arguments(
         shape.append((name, annotation, param.default, description))
 
     # The default's type is part of the key: 1 == 1.0 == True, but their schemas differ.
-    key: Any = (tuple((*entry, type(entry[2])) for entry in shape), context_param, strict)
+    key: Hashable = (tuple((*entry, type(entry[2])) for entry in shape), context_param, strict)
     try:
         cached = _SPEC_CACHE.get(key)
     except TypeError:  # an unhashable default or annotation: build this one afresh
@@ -228,9 +237,7 @@ def inspect_arguments(
     return spec
 
 
-def _unsupported_parameters(
-    fn: Callable[..., Any], shape: list[tuple[str, Any, Any, str | None]], exc: Exception
-) -> Exception:
+def _unsupported_parameters(fn: UserFunction, shape: _Shape, exc: Exception) -> Exception:
     """The one-line error naming the parameter whose type has no schema."""
     from .errors import schema_error, unsupported_parameter
 
@@ -240,14 +247,14 @@ def _unsupported_parameters(
     return exc  # each type works alone: not a problem of one annotation, so keep pydantic's
 
 
-def _copy_json(value: dict[str, Any]) -> dict[str, Any]:
+def _copy_json(value: JSONDict) -> JSONDict:
     try:
-        return cast(dict[str, Any], orjson.loads(orjson.dumps(value)))  # ~10x deepcopy's speed
+        return cast(JSONDict, orjson.loads(orjson.dumps(value)))  # ~10x deepcopy's speed
     except orjson.JSONEncodeError:  # an integer beyond 64 bits, say
         return copy.deepcopy(value)
 
 
-def _is_field_info(value: Any) -> bool:
+def _is_field_info(value: object) -> TypeIs[FieldInfo]:
     # pydantic.fields is imported here, not at the top: it pulls in pydantic.types and
     # more, which `import mcpserve` should not pay for before any tool is registered.
     from pydantic.fields import FieldInfo
@@ -255,13 +262,13 @@ def _is_field_info(value: Any) -> bool:
     return isinstance(value, FieldInfo)
 
 
-def _typed_fields(shape: list[tuple[str, Any, Any, str | None]]) -> dict[str, Any]:
+def _typed_fields(shape: _Shape) -> dict[str, object]:
     """TypedDict fields for the parameters: defaults and descriptions ride on ``Field``."""
     from pydantic import Field  # see _is_field_info
 
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for name, annotation, default, description in shape:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {}  # keyword arguments of pydantic.Field
         if default is not inspect.Parameter.empty:
             extra["default"] = default
         if description is not None:
@@ -273,12 +280,12 @@ def _typed_fields(shape: list[tuple[str, Any, Any, str | None]]) -> dict[str, An
 
 
 #: Argument specs by parameter shape: servers often register many tools alike.
-_SPEC_CACHE: dict[Any, ArgumentSpec] = {}
+_SPEC_CACHE: dict[Hashable, ArgumentSpec] = {}
 _SPEC_CACHE_SIZE = 1024
 
 
 def _build_arguments(
-    fields: dict[str, Any], headers: dict[str, str], context_param: str | None, strict: bool
+    fields: dict[str, object], headers: dict[str, str], context_param: str | None, strict: bool
 ) -> ArgumentSpec:
     if not fields:  # nothing to validate (most resources, many tools): no pydantic at all
         return ArgumentSpec(_no_arguments_schema(), context_param, (), _no_arguments, None)
@@ -292,7 +299,7 @@ def _build_arguments(
     adapter: TypeAdapter[Any] = TypeAdapter(arguments_type)
     cleaned = clean_schema(adapter.json_schema(schema_generator=CleanJsonSchemaGenerator))
 
-    input_schema: dict[str, Any] = {"type": "object"}
+    input_schema: JSONDict = {"type": "object"}
     if properties := cleaned.get("properties", {}):
         for name, header in headers.items():
             properties[name]["x-mcp-header"] = header
@@ -309,13 +316,13 @@ def _build_arguments(
     )
 
 
-def _no_arguments_schema() -> dict[str, Any]:
+def _no_arguments_schema() -> JSONDict:
     # "properties" although empty: some clients (smolagents' adapter, for one) fail on an
     # object schema without it, and the official SDKs always publish it.
     return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-def _no_arguments(arguments: Any) -> dict[str, Any]:
+def _no_arguments(arguments: object) -> JSONDict:
     # Extra arguments are dropped, as the TypedDict validator's extra="ignore" would; a tool
     # refuses them before validating (its schema says additionalProperties: false).
     return {}
@@ -344,7 +351,7 @@ class OutputSpec:
 
     def __init__(
         self,
-        schema: dict[str, Any] | None,
+        schema: JSONDict | None,
         structured: bool,
         adapter: TypeAdapter[Any],
         check: bool = False,
@@ -357,7 +364,7 @@ class OutputSpec:
     def __repr__(self) -> str:
         return f"OutputSpec(structured={self.structured!r}, schema={self.schema!r})"
 
-    def serialize(self, value: Any) -> Any:
+    def serialize(self, value: object) -> JSONValue:
         """A JSON-able copy of ``value``, checked against the return annotation when that has
         a schema (raises pydantic.ValidationError if it does not fit)."""
         if self._check:
@@ -366,14 +373,14 @@ class OutputSpec:
         return self._adapter.dump_python(value, mode="json", by_alias=True)
 
 
-def _is_content(tp: Any, content_types: tuple[type, ...]) -> bool:
+def _is_content(tp: object, content_types: tuple[type, ...]) -> bool:
     tp, _ = _strip_annotated(tp)
     if _is_union(tp) or typing.get_origin(tp) in _SEQUENCE_ORIGINS:
         return any(_is_content(arg, content_types) for arg in typing.get_args(tp))
     return isinstance(tp, type) and issubclass(tp, content_types)
 
 
-def _is_loose(tp: Any) -> bool:
+def _is_loose(tp: object) -> bool:
     if tp is Any or tp is object:
         return True
     if (typing.get_origin(tp) or tp) not in _MAPPING_ORIGINS:
@@ -382,7 +389,7 @@ def _is_loose(tp: Any) -> bool:
     return len(args) != 2 or args[1] in (Any, object)
 
 
-def inspect_output(fn: Callable[..., Any], *, content_types: tuple[type, ...] = ()) -> OutputSpec:
+def inspect_output(fn: UserFunction, *, content_types: tuple[type, ...] = ()) -> OutputSpec:
     """Classify ``fn``'s return annotation: unstructured, free-form structured, or typed."""
     annotation = _hints(fn).get("return", types.NoneType)
     bare, _ = _strip_annotated(annotation)
