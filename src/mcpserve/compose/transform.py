@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from typing_extensions import Unpack
 
+from .._types import JSONDict, Result
 from ..server.entries.entry import InvalidArguments
 from ..server.entries.tools import TOOL_NAME, RawSchema, error_result
 
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
     from ..server.entries.kinds import TaskMode, ToolEntry
     from ..server.registry import Registry
     from .mount.mount import Mounts
-
-Result = dict[str, Any]
 
 
 class ToolChanges(TypedDict, total=False):
@@ -180,8 +179,8 @@ class ArgumentStep:
         self,
         refused: frozenset[str],
         check: RawSchema | None,
-        defaults: dict[str, Any],
-        fixed: dict[str, Any],
+        defaults: JSONDict,
+        fixed: JSONDict,
     ) -> None:
         self.refused = refused
         self.check = check

@@ -22,9 +22,10 @@ so is everything the call decides. What the wrapper changes:
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..._types import JSONDict, JSONValue, Result
 from ...protocol.core import answered
 from ...server.context.context import Context
 from ...server.entries.uri_template import URITemplate
@@ -32,13 +33,20 @@ from ...server.middleware import Middleware, compose, for_method
 from ...server.runtime import Runtime
 
 if TYPE_CHECKING:
-    from ...extensions.tasks.runner import Tasks
+    from ...extensions.tasks.runner import Tasks, TaskStart
     from ...protocol.request_state import StateSealer
-    from ...server.entries.kinds import Entry, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
+    from ...server.entries.kinds import (
+        Entry,
+        PromptEntry,
+        ResourceEntry,
+        TaskMode,
+        TemplateEntry,
+        ToolEntry,
+    )
+    from ...server.entries.resources import CachePolicy
     from ...server.registry import Registry
-Result = dict[str, Any]
 #: How an entry answers one call: its ``run``, a task tool's ``work``.
-EntryCall = Callable[[Any, "Context"], "Result | Awaitable[Result]"]
+EntryCall = Callable[[JSONValue, "Context"], "Result | Awaitable[Result]"]
 
 #: A namespace is a tool-name prefix and a URI scheme prefix at once, so it takes the
 #: characters both allow (docs/decisions.md, "Names and URIs of a mounted server").
@@ -117,7 +125,7 @@ class ChildRuntime(Runtime):
 
     __slots__ = ("answering",)
 
-    def __init__(self, answering: Runtime, lifespan_state: Any) -> None:
+    def __init__(self, answering: Runtime, lifespan_state: object) -> None:
         super().__init__(
             client_logging=answering.client_logging,
             client_timeout_seconds=answering.client_timeout_seconds,
@@ -203,7 +211,7 @@ class Copier:
         self,
         entry: Any,
         key: str,
-        wire: dict[str, Any],
+        wire: JSONDict,
         rewrite: Callable[[Result], Result] | None,
         *,
         template: URITemplate | None = None,
@@ -219,7 +227,7 @@ class Copier:
             tasks=tasks,
         )
 
-    def _app_links(self, meta: Any) -> Any:
+    def _app_links(self, meta: JSONValue) -> JSONValue:
         """A tool's ``_meta`` with the view it links to (MCP Apps) as the parent serves it."""
         if not isinstance(meta, dict):
             return meta
@@ -233,14 +241,14 @@ class Copier:
 
     # -- URIs in results ----------------------------------------------------------------------
 
-    def outward(self, uri: Any) -> Any:
+    def outward(self, uri: JSONValue) -> JSONValue:
         """``uri`` as the parent serves it, when the child serves it; otherwise as it is (an
         https link, say, is not the child's to rename)."""
         if isinstance(uri, str) and self.child.find_resource(uri) is not None:
             return self.namespace.uri(uri)
         return uri
 
-    def block(self, block: Any) -> Any:
+    def block(self, block: JSONValue) -> JSONValue:
         """A content block with the child's resource URIs rewritten (a new dict if any)."""
         if not isinstance(block, dict):
             return block
@@ -277,7 +285,7 @@ class Copier:
             result["messages"] = [self._message(message) for message in messages]
         return result
 
-    def _message(self, message: Any) -> Any:
+    def _message(self, message: JSONValue) -> JSONValue:
         if not isinstance(message, dict):
             return message
         content = self.block(message.get("content"))
@@ -289,7 +297,7 @@ class Copier:
             result["contents"] = [self._entry(entry) for entry in contents]
         return result
 
-    def _entry(self, entry: Any) -> Any:
+    def _entry(self, entry: JSONValue) -> JSONValue:
         if not isinstance(entry, dict):
             return entry
         uri = self.outward(entry.get("uri"))
@@ -310,7 +318,7 @@ class Mounted:
         self,
         inner: Any,
         key: str,
-        wire: dict[str, Any],
+        wire: JSONDict,
         copier: Copier,
         rewrite: Callable[[Result], Result] | None,
         *,
@@ -347,50 +355,55 @@ class Mounted:
         return self.key
 
     @property
-    def header_params(self) -> Any:
-        return self.inner.header_params
+    def header_params(self) -> Mapping[str, str]:
+        header_params: Mapping[str, str] = self.inner.header_params
+        return header_params
 
     @property
-    def header_types(self) -> Any:
-        return self.inner.header_types
+    def header_types(self) -> Mapping[str, str]:
+        header_types: Mapping[str, str] = self.inner.header_types
+        return header_types
 
     @property
-    def task_mode(self) -> Any:
+    def task_mode(self) -> TaskMode | None:
         return getattr(self.inner, "task_mode", None)
 
     @property
-    def task_start(self) -> Any:
-        return self.inner.task_start
+    def task_start(self) -> TaskStart:
+        task_start: TaskStart = self.inner.task_start
+        return task_start
 
     @property
-    def choices(self) -> Any:
-        return self.inner.choices
+    def choices(self) -> Mapping[str, Sequence[str]]:
+        choices: Mapping[str, Sequence[str]] = self.inner.choices
+        return choices
 
     @property
-    def cache(self) -> Any:
-        return self.inner.cache
+    def cache(self) -> CachePolicy | None:
+        cache: CachePolicy | None = self.inner.cache
+        return cache
 
     @property
-    def mime_type(self) -> Any:
+    def mime_type(self) -> str | None:
         return getattr(self.inner, "mime_type", None)
 
-    def match(self, uri: str) -> dict[str, Any] | None:
+    def match(self, uri: str) -> JSONDict | None:
         assert self.template is not None
         return self.template.match(uri)
 
     # -- one call -----------------------------------------------------------------------------
 
-    def run(self, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
+    def run(self, arguments: JSONValue, ctx: Context) -> Result | Awaitable[Result]:
         if self.tasks is not None:
             return self.tasks.call(self, arguments, ctx)
         return self._through(self.inner.run, arguments, ctx)
 
-    async def work(self, arguments: Any, ctx: Context) -> Result:
+    async def work(self, arguments: JSONValue, ctx: Context) -> Result:
         """A task tool's call, in a task of the parent's or not (:class:`Taskable`)."""
         return await answered(self._through(self.inner.work, arguments, ctx))
 
     async def complete(self, value: str, arguments: dict[str, str], ctx: Context) -> Result:
-        def complete(_: Any, ctx: Context) -> Awaitable[Result]:
+        def complete(_: JSONValue, ctx: Context) -> Awaitable[Result]:
             completion: Awaitable[Result] = self.inner.complete(value, arguments, ctx)
             return completion
 
@@ -398,8 +411,8 @@ class Mounted:
 
     def _through(
         self,
-        call: Callable[[Any, Context], Result | Awaitable[Result]],
-        arguments: Any,
+        call: EntryCall,
+        arguments: JSONValue,
         ctx: Context,
     ) -> Result | Awaitable[Result]:
         """``call(arguments, ctx)`` as the child answers it: with its runtime on the context

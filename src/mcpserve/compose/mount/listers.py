@@ -8,8 +8,9 @@ lister the parent registers later joins the combination rather than replacing it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._types import JSONDict
 from ...protocol.core import answered
 from ...server.context.context import Context
 from ...server.entries.resource_lister import ResourceLister
@@ -25,7 +26,7 @@ class Listers:
     """``resources/list`` of a parent whose mounted servers list resources of their own: the
     parent's lister (if any), then each mounted one's, their URIs rewritten."""
 
-    def __init__(self, parent: Server[Any], mounts: list[Mount]) -> None:
+    def __init__(self, parent: Server, mounts: list[Mount]) -> None:
         self.registry = parent.registry
         self.mounts = mounts
         self._pool = parent.thread_pool
@@ -60,8 +61,8 @@ class Listers:
             self._own = registry.resource_lister
             registry.resource_lister = lister
 
-    async def list_all(self, ctx: Context) -> list[dict[str, Any]]:
-        entries: list[dict[str, Any]] = []
+    async def list_all(self, ctx: Context) -> list[JSONDict]:
+        entries: list[JSONDict] = []
         sources = [(self._own, None), *((m.lister, m.namespace) for m in self.mounts)]
         for lister, namespace in sources:
             if lister is None:

@@ -26,10 +26,11 @@ logged, and the parent keeps its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
+from ..._types import JSONDict
 from ...server.bus import Event, resource_updated
 from ...server.entries.tools import TOOL_NAME
 from .entries import Copier, Namespace
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ...server.entries.kinds import Entry
     from ...server.entries.tools import Tool
     from ...server.middleware import Middleware
-    from ...server.registry import ListKind
+    from ...server.registry import CompletionKey, ListKind
     from ...server.server import Server
     from ..transform import ToolTransform
 
@@ -54,8 +55,8 @@ class Mount:
 
     def __init__(
         self,
-        parent: Server[Any],
-        server: Server[Any],
+        parent: Server,
+        server: Server,
         namespace: str | None,
         *,
         middleware: list[Middleware],
@@ -249,7 +250,7 @@ class Mount:
         child, parent = self.server.registry, self.parent.registry
         off = child.disabled["resources"]
         skill_files = self._child_skill_files()  # the parent's skills serve those
-        wanted: dict[str, dict[str, Any]] = {"resources": {}, "templates": {}}
+        wanted: dict[str, JSONDict] = {"resources": {}, "templates": {}}
         for kind, source in (("resources", child.resources), ("templates", child.templates)):
             for key, entry in source.items():
                 if key in off or (kind == "resources" and key in skill_files):
@@ -306,7 +307,7 @@ class Mount:
                 continue
             self._skills[uri] = (skill, copy)
 
-    def _completion_key(self, key: Any) -> Any:
+    def _completion_key(self, key: CompletionKey) -> CompletionKey:
         kind, target, argument = key
         return (kind, self.name(target) if kind == "ref/prompt" else self.uri(target), argument)
 
@@ -330,7 +331,7 @@ class Mount:
         if self._install("completers", self.parent.registry.completers, wanted):
             self.parent.registry.completers_changed()
 
-    def _forget(self, kind: str, source: dict[Any, Any]) -> None:
+    def _forget(self, kind: str, source: Container[object]) -> None:
         made = self._made[kind]
         for key in [key for key in made if key not in source]:
             del made[key]
@@ -394,14 +395,12 @@ class Mount:
 class Mounts:
     """The servers mounted in one server, in mount order."""
 
-    def __init__(self, parent: Server[Any]) -> None:
+    def __init__(self, parent: Server) -> None:
         self.parent = parent
         self.mounts: list[Mount] = []
         self.listers = Listers(parent, self.mounts)
 
-    def add(
-        self, server: Server[Any], namespace: str | None, *, middleware: list[Middleware]
-    ) -> Mount:
+    def add(self, server: Server, namespace: str | None, *, middleware: list[Middleware]) -> Mount:
         parent = self.parent
         if server is parent or any(below is parent for below in _below(server)):
             raise ValueError(
@@ -439,7 +438,7 @@ class Mounts:
             raise
 
 
-def _below(server: Server[Any]) -> Iterator[Server[Any]]:
+def _below(server: Server) -> Iterator[Server]:
     for mount in server.mounts:
         yield mount.server
         yield from _below(mount.server)

@@ -33,6 +33,7 @@ import orjson
 from typing_extensions import Unpack
 
 from ..._extras import needs_extra
+from ..._types import JSONDict
 from .schemas import Translator, UnsupportedSchema, follow_refs
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class OpenAPISelection(TypedDict, total=False):
     prefix: str
 
 
-def load_document(spec: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+def load_document(spec: Mapping[str, Any] | str | bytes) -> JSONDict:
     """The OpenAPI document ``spec`` is: a dict, or JSON text."""
     if isinstance(spec, str | bytes):
         try:
@@ -145,7 +146,7 @@ def is_url(spec: object) -> bool:
     return bool(stripped) and stripped[0] not in "{[" and not any(c.isspace() for c in stripped)
 
 
-async def fetch_openapi(client: httpx2.AsyncClient, url: str) -> dict[str, Any]:
+async def fetch_openapi(client: httpx2.AsyncClient, url: str) -> JSONDict:
     """Fetch an OpenAPI document with ``client`` (a URL relative to its ``base_url`` works).
 
     >>> spec = await fetch_openapi(client, "/openapi.json")
@@ -301,7 +302,7 @@ def _check_options(selection: Mapping[str, Any]) -> None:
         raise TypeError(f"Unknown option {', '.join(unknown)}; the options are {known}")
 
 
-def _operations(document: dict[str, Any]) -> Iterator[tuple[OpenAPIOperation, dict[str, Any]]]:
+def _operations(document: JSONDict) -> Iterator[tuple[OpenAPIOperation, JSONDict]]:
     """Every operation of the document, in its order, with its path item."""
     for path, declared in (document.get("paths") or {}).items():
         try:
@@ -332,7 +333,7 @@ def _operations(document: dict[str, Any]) -> Iterator[tuple[OpenAPIOperation, di
             )
 
 
-def _server_url(document: dict[str, Any], client: httpx2.AsyncClient) -> str:
+def _server_url(document: JSONDict, client: httpx2.AsyncClient) -> str:
     """What goes before each path: nothing when the client has a ``base_url`` (it wins),
     else the document's first server URL, which must then be absolute."""
     if str(client.base_url):
@@ -383,8 +384,8 @@ def _description(operation: OpenAPIOperation) -> str:
 
 
 def _output_schema(
-    translator: Translator, document: dict[str, Any], operation: OpenAPIOperation
-) -> dict[str, Any] | None:
+    translator: Translator, document: JSONDict, operation: OpenAPIOperation
+) -> JSONDict | None:
     """The schema every documented 2xx answer fits, or None when one may have no JSON body
     (a 204, say) or the document does not say what it is."""
     responses = operation.operation.get("responses")

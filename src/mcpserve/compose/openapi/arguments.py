@@ -31,6 +31,7 @@ from urllib.parse import quote, urlencode
 
 import orjson
 
+from ..._types import JSONDict
 from .schemas import Translator, UnsupportedSchema, follow_refs
 
 Location = Literal["path", "query", "header", "cookie", "body"]
@@ -111,19 +112,19 @@ class Plan:
     __slots__ = ("arguments", "body", "input_schema", "path")
 
     def __init__(
-        self, path: str, arguments: list[Argument], body: Body | None, input_schema: dict[str, Any]
+        self, path: str, arguments: list[Argument], body: Body | None, input_schema: JSONDict
     ) -> None:
         self.path = path
         self.arguments = arguments
         self.body = body
         self.input_schema = input_schema
 
-    def request(self, values: dict[str, Any]) -> Request:
+    def request(self, values: JSONDict) -> Request:
         path = self.path
         params: list[tuple[str, str]] = []
         headers: dict[str, str] = {}
         cookies: list[str] = []
-        spread: dict[str, Any] = {}
+        spread: JSONDict = {}
         whole: Any = _ABSENT
         for argument in self.arguments:
             value = values.get(argument.name, _ABSENT)
@@ -160,14 +161,14 @@ _ABSENT: Any = object()
 
 def build_plan(
     translator: Translator,
-    document: dict[str, Any],
+    document: JSONDict,
     path: str,
-    path_item: dict[str, Any],
-    operation: dict[str, Any],
+    path_item: JSONDict,
+    operation: JSONDict,
 ) -> Plan:
     """The arguments of one operation (raises :class:`UnsupportedSchema` when it has an input
     this module cannot send)."""
-    properties: list[tuple[Location, str, dict[str, Any], bool]] = []
+    properties: list[tuple[Location, str, JSONDict, bool]] = []
     arguments: list[Argument] = []
     for parameter in _parameters(document, path_item, operation):
         where: Location = parameter["in"]
@@ -188,14 +189,14 @@ def build_plan(
     if missing := [name for name in _TEMPLATE_VARIABLE.findall(path) if name not in declared]:
         raise UnsupportedSchema(f"the path names {missing} but no such path parameter is declared")
     named = _argument_names([(where, name) for where, name, _, _ in properties])
-    schema_properties: dict[str, Any] = {}
+    schema_properties: JSONDict = {}
     required_names: list[str] = []
     for argument, name, (_, _, schema, required) in zip(arguments, named, properties, strict=True):
         argument.name = name
         schema_properties[name] = schema
         if required:
             required_names.append(name)
-    input_schema: dict[str, Any] = {"type": "object", "properties": schema_properties}
+    input_schema: JSONDict = {"type": "object", "properties": schema_properties}
     if required_names:
         input_schema["required"] = required_names
     if not schema_properties:
@@ -203,11 +204,9 @@ def build_plan(
     return Plan(path, arguments, body, translator.finish(input_schema))
 
 
-def _parameters(
-    document: dict[str, Any], path_item: dict[str, Any], operation: dict[str, Any]
-) -> list[dict[str, Any]]:
+def _parameters(document: JSONDict, path_item: JSONDict, operation: JSONDict) -> list[JSONDict]:
     """The operation's parameters: the path item's, overridden by the operation's own."""
-    chosen: dict[tuple[str, str], dict[str, Any]] = {}
+    chosen: dict[tuple[str, str], JSONDict] = {}
     for declared in (path_item.get("parameters") or [], operation.get("parameters") or []):
         for entry in declared:
             parameter = follow_refs(document, entry)
@@ -223,8 +222,8 @@ def _parameters(
 
 
 def _parameter_schema(
-    translator: Translator, document: dict[str, Any], parameter: dict[str, Any]
-) -> tuple[dict[str, Any], bool]:
+    translator: Translator, document: JSONDict, parameter: JSONDict
+) -> tuple[JSONDict, bool]:
     if "schema" in parameter:
         raw, as_json = parameter["schema"], False
     elif isinstance(parameter.get("content"), dict) and parameter["content"]:
@@ -240,8 +239,8 @@ def _parameter_schema(
 
 
 def _body(
-    translator: Translator, document: dict[str, Any], declared: Any
-) -> tuple[Body, list[tuple[str, dict[str, Any], bool]]]:
+    translator: Translator, document: JSONDict, declared: Any
+) -> tuple[Body, list[tuple[str, JSONDict, bool]]]:
     request_body = follow_refs(document, declared)
     content = request_body.get("content") if isinstance(request_body, dict) else None
     if not isinstance(content, dict) or not content:
@@ -296,13 +295,13 @@ def _spreadable(schema: Any) -> bool:
     return extra is False and not any(key in schema for key in ("allOf", "anyOf", "oneOf"))
 
 
-def _read_only(document: dict[str, Any], schema: Any) -> bool:
+def _read_only(document: JSONDict, schema: Any) -> bool:
     """A property the server sets (``readOnly``): a request does not send it."""
     resolved = follow_refs(document, schema)
     return isinstance(resolved, dict) and resolved.get("readOnly") is True
 
 
-def _as_dict(schema: Any) -> dict[str, Any]:
+def _as_dict(schema: Any) -> JSONDict:
     """A property schema as an object: ``true`` is ``{}``; ``false`` accepts nothing."""
     if schema is True:
         return {}

@@ -28,6 +28,7 @@ import httpx2
 import orjson
 
 from ..._content import json_text, text
+from ..._types import JSONDict
 from ...protocol.errors import ToolError
 from ...server.context.context import Context
 from ...server.entries.tools import RawSchema, Tool
@@ -43,7 +44,7 @@ class OperationTool(Tool):
 
     __slots__ = ()
 
-    def bind(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+    def bind(self, arguments: Any, ctx: Context) -> JSONDict:
         # Already checked against the inputSchema (``admit``); nothing else to bind.
         return {"arguments": arguments or {}}
 
@@ -62,7 +63,7 @@ class Call:
         #: The published outputSchema's validator, once the tool is built.
         self.output_check: RawSchema | None = None
 
-    async def send(self, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, arguments: JSONDict) -> JSONDict:
         request = self.plan.request(arguments)
         label = f"{self.method} {request.path}"
         try:
@@ -83,7 +84,7 @@ class Call:
             raise ToolError(f"{label} answered {status}" + (f": {excerpt}" if excerpt else ""))
         return self._success(label, status, response)
 
-    def _success(self, label: str, status: str, response: httpx2.Response) -> dict[str, Any]:
+    def _success(self, label: str, status: str, response: httpx2.Response) -> JSONDict:
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
         body = response.content
         if body and _is_json(media):
@@ -112,7 +113,7 @@ class Call:
         return {"content": [_block(status, media, response)]}
 
 
-def _block(status: str, media: str, response: httpx2.Response) -> dict[str, Any]:
+def _block(status: str, media: str, response: httpx2.Response) -> JSONDict:
     body = response.content
     if not body:
         return text(f"The API answered {status} (no body).")

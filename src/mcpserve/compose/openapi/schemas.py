@@ -27,6 +27,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
+from ..._types import JSONDict
 from ...server.schema.json_schema import clean_schema
 
 _DROPPED = frozenset(
@@ -50,8 +51,8 @@ _ANNOTATIONS = (
     "readOnly",
     "writeOnly",
 )
-_NULL: dict[str, Any] = {"type": "null"}
-_BOOLEAN: dict[bool, dict[str, Any]] = {True: {}, False: {"not": {}}}
+_NULL: JSONDict = {"type": "null"}
+_BOOLEAN: dict[bool, JSONDict] = {True: {}, False: {"not": {}}}
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -93,12 +94,12 @@ def follow_refs(document: Any, node: Any) -> Any:
 class Translator:
     """Translates the schemas of one OpenAPI document, keeping its definitions."""
 
-    def __init__(self, document: dict[str, Any]) -> None:
+    def __init__(self, document: JSONDict) -> None:
         self._document = document
         #: Definition name by the reference that named it.
         self._names: dict[str, str] = {}
         #: Translated definitions, by name (also what a reference mid-translation reads).
-        self._defs: dict[str, Any] = {}
+        self._defs: JSONDict = {}
 
     def translate(self, schema: Any) -> Any:
         """``schema`` in JSON Schema 2020-12, its references pointing to ``#/$defs/...``.
@@ -118,7 +119,7 @@ class Translator:
             return schema
         if not isinstance(schema, dict):
             raise UnsupportedSchema(f"a schema must be an object or a boolean, not {schema!r}")
-        out: dict[str, Any] = {}
+        out: JSONDict = {}
         for key, value in schema.items():
             if key.startswith("x-") or key in _DROPPED:
                 continue
@@ -137,7 +138,7 @@ class Translator:
         _exclusive_bounds(out)
         return _nullable(out) if schema.get("nullable") is True else out
 
-    def finish(self, schema: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, schema: JSONDict) -> JSONDict:
         """A translated schema, ready to publish: definitions it reaches inlined, except
         recursive ones, which stay in ``$defs``."""
         reached = self._reached(schema)
@@ -187,7 +188,7 @@ class Translator:
         return list(found)
 
 
-def _exclusive_bounds(schema: dict[str, Any]) -> None:
+def _exclusive_bounds(schema: JSONDict) -> None:
     """OpenAPI 3.0's ``exclusiveMinimum: true`` beside ``minimum``, as 2020-12 spells it."""
     for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
         flag = schema.get(exclusive)
@@ -197,7 +198,7 @@ def _exclusive_bounds(schema: dict[str, Any]) -> None:
             del schema[exclusive]
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def _nullable(schema: JSONDict) -> JSONDict:
     kind = schema.get("type")
     if isinstance(kind, str | list):
         kinds = [kind] if isinstance(kind, str) else list(kind)
