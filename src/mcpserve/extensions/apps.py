@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
+from .._types import JSONDict, UserFunction
 from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
 from ..protocol.errors import InternalError, new_ref
 from ..protocol.records import Record
@@ -56,7 +57,7 @@ PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
 VISIBILITIES = ("model", "app")
 
 Visibility = Literal["model", "app"]
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=UserFunction)
 
 # A CSP source as a host writes it into a policy: a scheme and host (a leading "*." allowed),
 # an optional port and path. Nothing that could end a directive or start another.
@@ -129,10 +130,10 @@ class AppOptions(TypedDict, total=False):
     name: str
     title: str
     description: str
-    icons: list[dict[str, Any]]
-    annotations: dict[str, Any]
+    icons: list[JSONDict]
+    annotations: JSONDict
     #: More of the listing entry's ``_meta`` (``ui`` is built from the options below).
-    meta: dict[str, Any]
+    meta: JSONDict
     blocking: bool
     scopes: Iterable[str]
     cache: CachePolicy
@@ -155,14 +156,12 @@ class App(Resource):
 
     __slots__ = ("ui",)
 
-    def __init__(
-        self, uri: str, fn: Callable[..., Any], *, ui: dict[str, Any], **options: Any
-    ) -> None:
+    def __init__(self, uri: str, fn: UserFunction, *, ui: JSONDict, **options: Any) -> None:
         super().__init__(uri, fn, mime_type=APP_MIME_TYPE, **options)
         self.ui = ui
 
-    def shape(self, value: Any, ctx: Context) -> dict[str, Any]:
-        entry: dict[str, Any] = {"uri": ctx.request.params["uri"], "mimeType": APP_MIME_TYPE}
+    def shape(self, value: Any, ctx: Context) -> JSONDict:
+        entry: JSONDict = {"uri": ctx.request.params["uri"], "mimeType": APP_MIME_TYPE}
         if isinstance(value, str):
             entry["text"] = value
         elif isinstance(value, bytes | bytearray | memoryview):
@@ -224,7 +223,7 @@ def register_app(
 
 
 def _register(
-    registry: Registry, uri: str, fn: Callable[..., Any], pool: Pool, options: dict[str, Any]
+    registry: Registry, uri: str, fn: UserFunction, pool: Pool, options: dict[str, Any]
 ) -> App:
     app = build_app(uri, fn, pool=pool, **options)
     registry.add_resource(app)
@@ -233,15 +232,15 @@ def _register(
 
 def build_app(
     uri: str,
-    fn: Callable[..., Any],
+    fn: UserFunction,
     *,
     pool: Pool,
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    annotations: dict[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
+    icons: list[JSONDict] | None = None,
+    annotations: JSONDict | None = None,
+    meta: JSONDict | None = None,
     blocking: bool | None = None,
     scopes: Iterable[str] = (),
     cache: CachePolicy | None = None,
@@ -282,9 +281,9 @@ def resource_ui_meta(
     permissions: Iterable[str] | None = None,
     domain: str | None = None,
     prefers_border: bool | None = None,
-) -> dict[str, Any]:
+) -> JSONDict:
     """An app resource's ``_meta.ui``: only what was given."""
-    ui: dict[str, Any] = {}
+    ui: JSONDict = {}
     if csp is not None:
         policy = AppCSP.of(csp).to_wire()
         if policy:
@@ -312,7 +311,7 @@ def resource_ui_meta(
     return ui
 
 
-def with_app_meta(options: Mapping[str, Any]) -> dict[str, Any]:
+def with_app_meta(options: Mapping[str, Any]) -> JSONDict:
     """A tool's options with ``app=`` and ``visibility=`` turned into its ``_meta.ui``.
 
     ``app`` (an :class:`App` or its ``ui://`` URI) becomes ``resourceUri``, and also the

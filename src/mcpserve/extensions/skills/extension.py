@@ -24,6 +24,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from ..._types import JSONDict, Result
 from ...protocol.constants import SKILLS_EXTENSION
 from ...protocol.core import Handler
 from ...protocol.errors import InternalError, InvalidParams, MethodNotFound
@@ -34,14 +35,12 @@ from ...server.methods import Method
 from .skill import MARKDOWN, SKILL_FILE, InvalidSkill, Skill, as_text, media_type
 
 if TYPE_CHECKING:
-    from ..._types import JSONDict
     from ...server.entries.entry import Pool
     from ...server.entries.kinds import ResourceEntry
     from ...server.registry import Registry
     from ...server.settings import Settings
 
 DIRECTORY = "inode/directory"
-Result = dict[str, Any]
 
 
 class Skills:
@@ -177,7 +176,7 @@ class Skills:
             }
         else:
             wire = {"uri": uri, "name": unquote(uri.rsplit("/", 1)[1]), "mimeType": mime}
-        options: dict[str, Any] = {
+        options: JSONDict = {
             "pool": self.pool,
             "mime_type": mime,
             "cache": skill.cache,

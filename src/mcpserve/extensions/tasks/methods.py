@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..._types import Result
 from ...protocol.errors import InternalError, InvalidParams, MissingClientCapability
 from .records import TASKS_EXTENSION, TaskRecord, TaskStoreUnavailable
 from .runner import CONTROL_EVENT, REQUIRED_EXTENSION, STORE_UNAVAILABLE, Tasks
 
 if TYPE_CHECKING:
     from ...server.context.context import Context
-
-Result = dict[str, Any]
 
 
 class TaskMethods:

@@ -33,11 +33,12 @@ from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
+from ..._types import JSONDict
 from ...protocol.tasks import STATUSES, TERMINAL, Status
 from ...protocol.tasks import TASKS_EXTENSION as TASKS_EXTENSION
 
 #: The error of a task whose lease passed before it ended.
-LEASE_EXPIRED: dict[str, Any] = {"code": -32603, "message": "The process running the task stopped"}
+LEASE_EXPIRED: JSONDict = {"code": -32603, "message": "The process running the task stopped"}
 
 
 def iso(timestamp: float) -> str:
@@ -84,15 +85,15 @@ class TaskRecord:
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         #: The questions the task waits on, by key, as ``inputRequests`` shows them.
-        self.input_requests: dict[str, dict[str, Any]] = {}
-        self.result: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
+        self.input_requests: dict[str, JSONDict] = {}
+        self.result: JSONDict | None = None
+        self.error: JSONDict | None = None
         #: The process running the task's function, and until when (epoch seconds) it
         #: holds the task: None for no lease, a task that never fails for want of one.
         self.owner = owner
         self.lease_until = lease_until
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         """Every field, as JSON can carry it (times are epoch seconds)."""
         return {
             "task_id": self.task_id,
@@ -144,9 +145,9 @@ class TaskRecord:
     def touch(self) -> None:
         self.updated_at = time.time()
 
-    def task(self) -> dict[str, Any]:
+    def task(self) -> JSONDict:
         """The ``Task`` fields: what ``CreateTaskResult`` carries besides ``resultType``."""
-        task: dict[str, Any] = {
+        task: JSONDict = {
             "taskId": self.task_id,
             "status": self.status,
             "createdAt": iso(self.created_at),
@@ -158,7 +159,7 @@ class TaskRecord:
             task["statusMessage"] = self.status_message
         return task
 
-    def detailed(self) -> dict[str, Any]:
+    def detailed(self) -> JSONDict:
         """The ``DetailedTask``: what ``tasks/get`` answers and ``notifications/tasks``
         carries, with the status's own payload."""
         task = self.task()
@@ -195,7 +196,7 @@ def renew_lease(record: TaskRecord, owner: str, until: float, now: float) -> boo
     return True
 
 
-def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> dict[str, Any] | None:
+def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> JSONDict | None:
     """What a store writes when ``record`` is saved over the state it keeps, ``stored``; None
     for nothing. Terminal states never change, whoever saves what; the identity of the task
     and its lease (which only ``create`` and ``renew`` set) are the store's, not the

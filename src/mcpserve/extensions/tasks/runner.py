@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ..._types import JSONDict, Result, UserFunction
 from ...protocol import constants as c
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.core import Request, answered
@@ -57,10 +58,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpserve.tasks")
 
-Result = dict[str, Any]
 TaskMode = Literal["optional", "required"]
 TaskStart = Literal["call", "handler"]
-REQUIRED_EXTENSION: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+REQUIRED_EXTENSION: JSONDict = {"extensions": {TASKS_EXTENSION: {}}}
 #: The bus event type of an update or cancel for a task running in another process.
 CONTROL_EVENT = "task-control"
 STORE_UNAVAILABLE = "The task store is unavailable; try again shortly"
@@ -69,7 +69,7 @@ STORE_UNAVAILABLE = "The task store is unavailable; try again shortly"
 class RunningTask:
     """A task whose function runs in this process: its questions, and its end."""
 
-    def __init__(self, tasks: Tasks, record: TaskRecord, capabilities: dict[str, Any]) -> None:
+    def __init__(self, tasks: Tasks, record: TaskRecord, capabilities: JSONDict) -> None:
         self.tasks = tasks
         self.record = record
         self.capabilities = capabilities
@@ -78,9 +78,9 @@ class RunningTask:
         self._pending: dict[str, tuple[InputRequest, asyncio.Future[Any]]] = {}
         self._keys = 0
 
-    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+    async def ask(self, requests: Mapping[str, InputRequest]) -> JSONDict:
         """Park the task until the client answers every question (``tasks/update``)."""
-        needed: dict[str, Any] = {}
+        needed: JSONDict = {}
         for request in requests.values():
             needed.update(request.required_capabilities())
         missing = missing_capabilities(needed, self.capabilities)
@@ -174,7 +174,7 @@ class Tasks:
         ttl_seconds: float = 3600.0,
         poll_interval_ms: int = 500,
         max_result_bytes: int = 4 * 1024 * 1024,
-        publish: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        publish: Callable[[JSONDict], Awaitable[None]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
@@ -329,7 +329,7 @@ class Tasks:
             with contextlib.suppress(TaskStoreUnavailable):  # logged; the next round retries
                 await self.store.renew(list(self.running), self.instance, until)
 
-    def control(self, event: dict[str, Any]) -> None:
+    def control(self, event: JSONDict) -> None:
         """A bus event: an update or cancel, sent by the process that received it, for a
         task whose function runs here."""
         if event.get("type") != CONTROL_EVENT:
@@ -388,7 +388,7 @@ class TaskTool(Tool):
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: UserFunction,
         *,
         tasks: Tasks,
         task: TaskMode,
