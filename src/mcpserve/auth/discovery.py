@@ -25,6 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
+from .._types import JSONDict
+
 logger = logging.getLogger("mcpserve.auth")
 
 #: Metadata and key sets are a few kilobytes; a larger answer is not one of them.
@@ -78,7 +80,7 @@ def metadata_urls(issuer: str) -> list[str]:
     return urls
 
 
-async def discover(issuer: str, client: httpx2.AsyncClient) -> dict[str, Any]:
+async def discover(issuer: str, client: httpx2.AsyncClient) -> JSONDict:
     """The issuer's metadata document, or :class:`FetchFailed` saying why there is none.
 
     The caller bounds the time the whole search may take, however many addresses it tries.

@@ -37,6 +37,7 @@ from urllib.parse import quote_plus
 
 import httpx2
 
+from .._types import JSONDict
 from .discovery import FetchFailed, discover, request_json
 from .resource_uri import audience_matches, canonical_audiences
 from .tokens import (
@@ -134,7 +135,7 @@ class IntrospectionVerifier:
             self.cache.put(token, verified)
         return verified
 
-    def _accept(self, answer: dict[str, Any]) -> AccessToken:
+    def _accept(self, answer: JSONDict) -> AccessToken:
         """What an introspection answer says of the token, if it says the token is good."""
         if answer.get("active") is not True:
             raise InvalidToken("The access token is not active")

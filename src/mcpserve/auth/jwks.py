@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
+from .._types import JSONDict
 from ..protocol.records import Record
 from .discovery import FetchFailed, discover, request_json
 from .tokens import InvalidToken, VerifierUnavailable
@@ -69,7 +70,7 @@ class SigningKey(Record):
 
     __slots__ = ("alg", "crv", "jwk", "kid", "kty")
 
-    def __init__(self, jwk: PyJWK, data: dict[str, Any]) -> None:
+    def __init__(self, jwk: PyJWK, data: JSONDict) -> None:
         self.kid: str | None = jwk.key_id
         self.kty: str = data["kty"]
         self.crv: str | None = data.get("crv")

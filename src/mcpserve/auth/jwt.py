@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import jwt
 
+from .._types import JSONDict
 from .jwks import SIGNING_ALGORITHMS, KeySet, PinnedKeys
 from .resource_uri import audience_matches, canonical_audiences
 from .tokens import (
@@ -177,7 +178,7 @@ class JWTVerifier:
             cache.put(token, verified)
         return verified
 
-    def _header(self, token: str) -> dict[str, Any]:
+    def _header(self, token: str) -> JSONDict:
         if len(token) > MAX_TOKEN_LENGTH:
             raise InvalidToken("The access token is too long")
         if _COMPACT.fullmatch(token) is None:

@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .._types import JSONDict
 from ..protocol.core import Auth
 from ..protocol.errors import (
     InsufficientScope,
@@ -150,7 +151,7 @@ class ResourceServer:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
         #: Where the metadata is served: after the endpoint's path, and bare.
         self.metadata_paths = frozenset({WELL_KNOWN + path, WELL_KNOWN})
-        self._document: dict[str, Any] = {
+        self._document: JSONDict = {
             "resource": self.resource,
             "authorization_servers": self.authorization_servers,
             "bearer_methods_supported": ["header"],
@@ -213,7 +214,7 @@ class ResourceServer:
         return self._scopes_supported
 
     @property
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONDict:
         """The protected resource metadata document, as it is served now."""
         self._current()
         return self._metadata

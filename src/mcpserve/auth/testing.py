@@ -25,6 +25,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
+from .._types import JSONDict
 from .jwt import JWTVerifier
 
 #: The audience of tokens and verifiers unless one is given: a URL in the ``.test`` domain,
@@ -59,7 +60,7 @@ class TestIssuer:
         self.key_id = secrets.token_urlsafe(8)
         public = ECAlgorithm.to_jwk(self._private_key.public_key(), as_dict=True)
         #: Its public key as a JWK Set, as an authorization server publishes it.
-        self.jwks: dict[str, Any] = {
+        self.jwks: JSONDict = {
             "keys": [{**public, "kid": self.key_id, "use": "sig", "alg": "ES256"}]
         }
 
@@ -87,7 +88,7 @@ class TestIssuer:
         """
         now = int(time.time())
         granted = scopes.split() if isinstance(scopes, str) else list(scopes)
-        payload: dict[str, Any] = {
+        payload: JSONDict = {
             "iss": self.issuer,
             "sub": subject,
             "aud": self.audience if audience is None else audience,

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from ..._extras import require
+from ..._types import JSONDict
 from ...server.bus import Deliver, Event
 
 logger = logging.getLogger("mcpserve.bus")
@@ -123,7 +124,7 @@ class RedisBus:
                 except Exception:  # the connection is already gone
                     logger.debug("Redis bus: error closing pubsub", exc_info=True)
 
-    def _receive(self, message: dict[str, Any]) -> None:
+    def _receive(self, message: JSONDict) -> None:
         if message.get("type") != "message" or self._deliver is None:
             return
         try:

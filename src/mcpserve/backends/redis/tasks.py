@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from ..._types import JSONDict
 from ...extensions.tasks.records import (
     TaskRecord,
     TaskStoreUnavailable,
@@ -66,7 +67,7 @@ return 1
 #: after a lost race almost always finds nothing left to write.
 ATTEMPTS = 5
 
-Change = Callable[[TaskRecord, float], dict[str, Any] | None]
+Change = Callable[[TaskRecord, float], JSONDict | None]
 
 
 class RedisTaskStore:
@@ -136,7 +137,7 @@ class RedisTaskStore:
             raise ValueError(f"Task {record.task_id} exists already")
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        def fail_if_lease_passed(record: TaskRecord, now: float) -> dict[str, Any] | None:
+        def fail_if_lease_passed(record: TaskRecord, now: float) -> JSONDict | None:
             return record.to_dict() if expire_lease(record, now) else None
 
         return await self._change(task_id, "read a task", fail_if_lease_passed)
@@ -147,7 +148,7 @@ class RedisTaskStore:
         )
 
     async def renew(self, task_ids: Collection[str], owner: str, until: float) -> None:
-        def renewing(record: TaskRecord, now: float) -> dict[str, Any] | None:
+        def renewing(record: TaskRecord, now: float) -> JSONDict | None:
             return record.to_dict() if renew_lease(record, owner, until, now) else None
 
         ids = list(dict.fromkeys(task_ids))

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from ..._types import JSONDict
 from ...extensions.tasks.records import (
     TaskRecord,
     TaskStoreUnavailable,
@@ -226,9 +227,9 @@ def _read(db: sqlite3.Connection, task_id: str, now: float) -> TaskRecord | None
     return None if row is None else TaskRecord.from_dict(orjson.loads(row[0]))
 
 
-def _update(db: sqlite3.Connection, task_id: str, state: dict[str, Any]) -> None:
+def _update(db: sqlite3.Connection, task_id: str, state: JSONDict) -> None:
     db.execute("UPDATE tasks SET record = ? WHERE task_id = ?", (_dumps(state), task_id))
 
 
-def _dumps(state: dict[str, Any]) -> str:
+def _dumps(state: JSONDict) -> str:
     return orjson.dumps(state).decode()
