@@ -27,10 +27,11 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import jsonschema
 import jsonschema.exceptions
+
+from .._types import JSONDict, JSONValue
 
 SYNTAX = 'KEY=VALUE (e.g. isbn=9780441013593, count=3, tags=\'["a","b"]\', draft=true)'
 
@@ -52,13 +53,11 @@ def split_pairs(words: Iterable[str]) -> dict[str, str]:
     return pairs
 
 
-def tool_arguments(
-    words: Iterable[str], schema: dict[str, Any], owner: str = "This tool"
-) -> dict[str, Any]:
+def tool_arguments(words: Iterable[str], schema: JSONDict, owner: str = "This tool") -> JSONDict:
     """The ``arguments`` of a ``tools/call``, each value read by ``schema`` (inputSchema);
     ``owner`` names the tool in errors (``"Tool 'add_book'"``)."""
     pairs = split_pairs(words)
-    properties: dict[str, Any] = schema.get("properties") or {}
+    properties: JSONDict = schema.get("properties") or {}
     unknown = [key for key in pairs if _extra_schema(key, schema) is None]
     if unknown:
         raise ArgumentError(not_taken(owner, unknown, list(properties)))
@@ -67,10 +66,8 @@ def tool_arguments(
         name = missing[0]
         kind = describe(properties.get(name, {}), schema)
         raise ArgumentError(f"Missing argument {name!r} ({kind}): add {name}=VALUE")
-    definitions: dict[str, Any] = {
-        key: schema[key] for key in ("$defs", "definitions") if key in schema
-    }
-    sent: dict[str, Any] = {}
+    definitions: JSONDict = {key: schema[key] for key in ("$defs", "definitions") if key in schema}
+    sent: JSONDict = {}
     for key, raw in pairs.items():
         described = _extra_schema(key, schema)
         sent[key] = (
@@ -83,7 +80,7 @@ def tool_arguments(
 _ANYTHING = object()
 
 
-def _extra_schema(key: str, schema: dict[str, Any]) -> Any:
+def _extra_schema(key: str, schema: JSONDict) -> JSONValue:
     """The schema of argument ``key``: its ``properties`` entry, else what the schema says of
     other names; ``None`` when the tool does not take it."""
     properties = schema.get("properties")
@@ -115,18 +112,18 @@ def not_taken(owner: str, unknown: Sequence[str], known: Sequence[str]) -> str:
     return f"{owner} has no argument {' or '.join(names)}; it takes: {takes}"
 
 
-def _guess(raw: str) -> Any:
+def _guess(raw: str) -> JSONValue:
     try:
         return json.loads(raw)
     except ValueError:
         return raw
 
 
-def _read(key: str, raw: str, schema: Any, definitions: dict[str, Any]) -> Any:
+def _read(key: str, raw: str, schema: JSONValue, definitions: JSONDict) -> JSONValue:
     # The argument's schema inside a document with the tool's $defs, so "#/$defs/X" resolves.
     document = {**definitions, **schema} if isinstance(schema, dict) else schema
     validator = jsonschema.Draft202012Validator(document)
-    readings: list[Any] = []
+    readings: list[JSONValue] = []
     with contextlib.suppress(ValueError):
         readings.append(json.loads(raw))
     if raw not in readings:
@@ -153,7 +150,7 @@ def _read(key: str, raw: str, schema: Any, definitions: dict[str, Any]) -> Any:
 _TYPE_CHECKS = frozenset({"type", "anyOf", "oneOf", "enum", "const", "$ref"})
 
 
-def describe(schema: Any, root: dict[str, Any] | None = None) -> str:
+def describe(schema: JSONValue, root: JSONDict | None = None) -> str:
     """A JSON schema in a few words: ``integer``, ``string[]``, ``"red" | "blue"``."""
     if not isinstance(schema, dict):
         return "any"
@@ -171,7 +168,7 @@ def describe(schema: Any, root: dict[str, Any] | None = None) -> str:
         if isinstance(options, list) and options:
             return " | ".join(describe(option, root) for option in options)
     kind = schema.get("type")
-    kinds: Sequence[Any] = kind if isinstance(kind, list) else [kind] if kind else []
+    kinds: Sequence[JSONValue] = kind if isinstance(kind, list) else [kind] if kind else []
     if not kinds:
         return "any"
     words = []
@@ -186,10 +183,10 @@ def describe(schema: Any, root: dict[str, Any] | None = None) -> str:
     return " | ".join(words)
 
 
-def _resolve(ref: str, root: dict[str, Any]) -> Any:
+def _resolve(ref: str, root: JSONDict) -> JSONValue:
     if not ref.startswith("#/"):
         return None
-    node: Any = root
+    node: JSONValue = root
     for part in ref[2:].split("/"):
         if not isinstance(node, dict) or part not in node:
             return None
@@ -198,7 +195,7 @@ def _resolve(ref: str, root: dict[str, Any]) -> Any:
 
 
 def prompt_arguments(
-    words: Iterable[str], declared: list[dict[str, Any]], owner: str = "This prompt"
+    words: Iterable[str], declared: list[JSONDict], owner: str = "This prompt"
 ) -> dict[str, str]:
     """The ``arguments`` of a ``prompts/get``: strings, checked against the prompt's list;
     ``owner`` names the prompt in errors (``"Prompt 'recommend'"``)."""

@@ -28,10 +28,10 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
+from .._types import JSONDict
 from .envfile import EnvFileError, parse_env
 from .errors import Mistake
 from .jsonedit import new_document, set_member
@@ -68,7 +68,7 @@ class App:
     #: The ``type`` a stdio entry carries, if the application wants one.
     stdio_type: str | None
     #: An HTTP entry for a URL (``None``: the file cannot hold one).
-    http_entry: Callable[[str], dict[str, Any]] | None
+    http_entry: Callable[[str], JSONDict] | None
     then: str
 
     def config_file(self, project: bool) -> Path:
@@ -77,8 +77,8 @@ class App:
             return Path.cwd() / self.project_file
         return self.user_file()
 
-    def stdio_entry(self, command: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
-        entry: dict[str, Any] = {"type": self.stdio_type} if self.stdio_type else {}
+    def stdio_entry(self, command: str, args: list[str], env: dict[str, str]) -> JSONDict:
+        entry: JSONDict = {"type": self.stdio_type} if self.stdio_type else {}
         entry.update(command=command, args=args)
         if env:
             entry["env"] = env
@@ -129,7 +129,7 @@ class ConfigError(click.ClickException):
     """A config file this command will not touch; the message says what to fix."""
 
 
-def read_config(path: Path, section: str) -> tuple[str | None, dict[str, Any]]:
+def read_config(path: Path, section: str) -> tuple[str | None, JSONDict]:
     """The file's text (``None`` when absent) and its ``section`` object."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -154,7 +154,7 @@ def read_config(path: Path, section: str) -> tuple[str | None, dict[str, Any]]:
     return text, servers
 
 
-def updated_text(text: str | None, section: str, name: str, entry: dict[str, Any]) -> str:
+def updated_text(text: str | None, section: str, name: str, entry: JSONDict) -> str:
     if text is None:
         return new_document([section, name], entry)
     return set_member(text, [section, name], entry)

@@ -23,23 +23,23 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import click
 
+from .._types import JSONDict, JSONValue
 from .arguments import describe
 
 
-def dumps(value: Any) -> str:
+def dumps(value: JSONValue) -> str:
     """JSON for people: indented by two, non-ASCII kept."""
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def show_json(value: Any) -> None:
+def show_json(value: JSONValue) -> None:
     click.echo(dumps(value))
 
 
-def show_tool_result(result: dict[str, Any]) -> None:
+def show_tool_result(result: JSONDict) -> None:
     """Print a ``tools/call`` result: to stdout, or to stderr when ``isError``."""
     error = bool(result.get("isError"))
     structured = result.get("structuredContent")
@@ -51,7 +51,7 @@ def show_tool_result(result: dict[str, Any]) -> None:
         click.echo(block_text(block), err=error)
 
 
-def _repeats(block: Any, structured: Any) -> bool:
+def _repeats(block: JSONValue, structured: JSONValue) -> bool:
     if not isinstance(block, dict) or block.get("type") != "text":
         return False
     try:
@@ -60,7 +60,7 @@ def _repeats(block: Any, structured: Any) -> bool:
         return False
 
 
-def block_text(block: Any) -> str:
+def block_text(block: JSONValue) -> str:
     """One content block as a line (or lines) of text."""
     if not isinstance(block, dict):
         return dumps(block)
@@ -77,7 +77,7 @@ def block_text(block: Any) -> str:
     return dumps(block)
 
 
-def contents_text(contents: dict[str, Any]) -> str:
+def contents_text(contents: JSONDict) -> str:
     """One entry of ``resources/read`` contents (or an embedded resource)."""
     if "text" in contents:
         return str(contents["text"])
@@ -85,7 +85,7 @@ def contents_text(contents: dict[str, Any]) -> str:
     return f"[{contents.get('uri')}: {mime}, {_size(contents.get('blob'))}]"
 
 
-def _size(data: Any) -> str:
+def _size(data: JSONValue) -> str:
     if not isinstance(data, str):
         return "no data"
     try:
@@ -99,19 +99,19 @@ def _size(data: Any) -> str:
     return f"{count / (1024 * 1024):.1f} MiB"
 
 
-def show_log(level: str, data: Any, logger: str | None) -> None:
+def show_log(level: str, data: JSONValue, logger: str | None) -> None:
     """A server's log message (``notifications/message``) on stderr: ``[warning db] text``."""
     source = f"{level} {logger}" if logger else str(level)
     shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     click.echo(f"[{source}] {shown}", err=True)
 
 
-def show_resource(result: dict[str, Any]) -> None:
+def show_resource(result: JSONDict) -> None:
     for contents in result.get("contents") or []:
         click.echo(contents_text(contents))
 
 
-def show_prompt(result: dict[str, Any]) -> None:
+def show_prompt(result: JSONDict) -> None:
     if result.get("description"):
         click.echo(f"# {result['description']}")
     for message in result.get("messages") or []:
@@ -134,7 +134,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
     )
 
 
-def first_line(text: Any) -> str:
+def first_line(text: object) -> str:
     return str(text).strip().splitlines()[0] if text and str(text).strip() else ""
 
 
@@ -148,7 +148,7 @@ _HINTS = {
 }
 
 
-def tool_options(tool: dict[str, Any]) -> list[str]:
+def tool_options(tool: JSONDict) -> list[str]:
     """A tool's annotations and execution settings, in words."""
     options = []
     for key, value in (tool.get("annotations") or {}).items():
@@ -166,11 +166,11 @@ def tool_options(tool: dict[str, Any]) -> list[str]:
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
-def is_task_tool(tool: dict[str, Any]) -> bool:
+def is_task_tool(tool: JSONDict) -> bool:
     return (tool.get("execution") or {}).get("taskSupport") in ("optional", "required")
 
 
-def tool_block(tool: dict[str, Any]) -> str:
+def tool_block(tool: JSONDict) -> str:
     """One tool: name, title and description, options, then its arguments as a table."""
     title = tool.get("title") or (tool.get("annotations") or {}).get("title")
     heading = tool["name"] + (f" ({title})" if title else "")
@@ -199,7 +199,7 @@ def tool_block(tool: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def inspection_text(found: dict[str, Any]) -> str:
+def inspection_text(found: JSONDict) -> str:
     """What ``inspect`` prints: the server, then a section for each kind it offers."""
     info = found.get("server") or {}
     heading = " ".join(str(info[key]) for key in ("name", "version") if info.get(key))
@@ -251,7 +251,7 @@ def _section(title: str, headers: list[str], rows: list[list[str]]) -> str:
     return f"{title} ({len(rows)})\n" + (table(headers, rows) if rows else "  none")
 
 
-def _prompt_arguments(prompt: dict[str, Any]) -> str:
+def _prompt_arguments(prompt: JSONDict) -> str:
     return ", ".join(
         argument["name"] + ("" if argument.get("required") else "?")
         for argument in prompt.get("arguments") or []

@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from .._types import JSONDict
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
 from .serve import require_uvicorn, start_failures_said
@@ -44,7 +45,7 @@ def _pairs(values: tuple[str, ...], separator: str, what: str) -> dict[str, str]
     return pairs
 
 
-def _config_upstreams(path: Path) -> dict[str, Any]:
+def _config_upstreams(path: Path) -> JSONDict:
     from ..proxy import upstream_from_config
 
     try:
@@ -190,7 +191,7 @@ def _build(
             )
         except ValueError as exc:
             raise Mistake(str(exc)) from None
-    members: dict[str, Any] = _config_upstreams(config) if config is not None else {}
+    members: JSONDict = _config_upstreams(config) if config is not None else {}
     for member, target in _pairs(named, "=", "--upstream").items():
         if member in members:
             raise Mistake(f"--upstream {member!r} is given twice (in --config too)")

@@ -29,10 +29,11 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .._extras import needs_extra
+from .._types import JSONDict, JSONValue
 from ..protocol import constants as c
 from ..protocol.jsonrpc import dumps
 from .terminal import say
@@ -45,14 +46,14 @@ _REPLAYED = "mcpserve-reload-initialize"  # the id of the initialize sent to a n
 class Relay:
     """One client's stdio, relayed to the current child server."""
 
-    def __init__(self, command: list[str], write: Any) -> None:
+    def __init__(self, command: list[str], write: Callable[[bytes], object]) -> None:
         self.command = command
         self.write = write  # writes bytes to our stdout
         self.child: asyncio.subprocess.Process | None = None
         self.pumping: asyncio.Task[None] | None = None
         #: Requests sent to the current child and not yet answered: id -> the JSON id.
-        self.in_flight: dict[str, Any] = {}
-        self.initialize: dict[str, Any] | None = None
+        self.in_flight: dict[str, object] = {}
+        self.initialize: JSONDict | None = None
         self.initialized = False
         #: Held while a child is replaced: the client's lines wait for the new one.
         self.lock = asyncio.Lock()
@@ -80,7 +81,7 @@ class Relay:
             self.in_flight.clear()
             await self.start(replay=True)
 
-    def _refuse(self, raw_id: Any, message: str) -> None:
+    def _refuse(self, raw_id: JSONValue, message: str) -> None:
         error = {"code": c.INTERNAL_ERROR, "message": message}
         self.write(dumps({"jsonrpc": "2.0", "id": raw_id, "error": error}) + b"\n")
 
@@ -106,7 +107,7 @@ class Relay:
         """One line from the client: noted (requests in flight, the session), then relayed."""
         async with self.lock:
             message = _decoded(line)
-            request_id: Any = None
+            request_id: JSONValue = None
             is_request = False
             if isinstance(message, dict):
                 method = message.get("method")
@@ -130,7 +131,7 @@ class Relay:
             with contextlib.suppress(ConnectionError):
                 await child.stdin.drain()
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: JSONDict) -> None:
         assert self.child is not None
         assert self.child.stdin is not None
         self.child.stdin.write(dumps(message) + b"\n")
@@ -157,14 +158,14 @@ def _not_running(code: int | None) -> str:
     return f"The server is not running (it exited with code {code}); fix what it printed, and save"
 
 
-def _decoded(line: bytes) -> Any:
+def _decoded(line: bytes) -> JSONValue:
     try:
         return json.loads(line)
     except ValueError:
         return None  # not ours to judge: the server answers a malformed line itself
 
 
-def _key(request_id: Any) -> str:
+def _key(request_id: object) -> str:
     return json.dumps(request_id, sort_keys=True)
 
 

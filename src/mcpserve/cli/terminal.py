@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._types import JSONDict, JSONValue
+
 if TYPE_CHECKING:  # generic in newer click, so subscripted only for the type checker
     ParamType = click.ParamType[Any]
 else:
     ParamType = click.ParamType
 
 #: What the CLI client declares: it can answer every kind a server may ask.
-CAPABILITIES: dict[str, Any] = {
+CAPABILITIES: JSONDict = {
     "elicitation": {"form": {}, "url": {}},
     "sampling": {},
     "roots": {},
@@ -51,13 +53,13 @@ def say(message: str) -> None:
     click.echo(message, err=True)
 
 
-def elicit(params: dict[str, Any]) -> dict[str, Any]:
+def elicit(params: JSONDict) -> JSONDict:
     """Answer ``elicitation/create`` by asking at the terminal."""
     say(f"The server asks: {params.get('message', '')}")
     if params.get("mode") == "url":
         say(f"  Open: {params.get('url')}")
     schema = params.get("requestedSchema") or {}
-    fields: dict[str, Any] = {}
+    fields: JSONDict = {}
     if params.get("mode") != "url":
         fields = schema.get("properties") or {}
     problem = next(filter(None, (_unaskable(name, field) for name, field in fields.items())), None)
@@ -70,7 +72,7 @@ def elicit(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("mode") == "url":
         return {"action": "accept"}
     required = set(schema.get("required") or ())
-    content: dict[str, Any] = {}
+    content: JSONDict = {}
     for name, field in fields.items():
         value = ask_field(name, field, name in required)
         if value is not None:
@@ -78,7 +80,7 @@ def elicit(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": content}
 
 
-def _unaskable(name: str, field: Any) -> str | None:
+def _unaskable(name: str, field: JSONValue) -> str | None:
     """Why a field cannot be typed in (None when it can): not one of the spec's primitives."""
     if not isinstance(field, dict):
         return f"field {name!r} is not a schema"
@@ -101,7 +103,7 @@ def _unaskable(name: str, field: Any) -> str | None:
     )
 
 
-def _without_null(field: dict[str, Any]) -> dict[str, Any]:
+def _without_null(field: JSONDict) -> JSONDict:
     """``X`` for a nullable ``X`` (``[t, "null"]``, or ``anyOf`` with ``null``): leaving the
     field out is how a form answers "none"."""
     kind = field.get("type")
@@ -116,7 +118,7 @@ def _without_null(field: dict[str, Any]) -> dict[str, Any]:
     return field
 
 
-def ask_field(name: str, field: dict[str, Any], required: bool) -> Any:
+def ask_field(name: str, field: JSONDict, required: bool) -> JSONValue:
     """One form field, prompted for by its type; ``None`` for an optional one left empty."""
     field = _without_null(field)
     label = field.get("title") or name
@@ -147,7 +149,7 @@ def ask_field(name: str, field: dict[str, Any], required: bool) -> Any:
     )
 
 
-def _choices(field: dict[str, Any]) -> dict[str, Any] | None:
+def _choices(field: JSONDict) -> JSONDict | None:
     """The values a field may take, by the text the user types for each."""
     holder = field.get("items") if field.get("type") == "array" else field
     if not isinstance(holder, dict):
@@ -163,7 +165,7 @@ def _choices(field: dict[str, Any]) -> dict[str, Any] | None:
 class _Choice(ParamType):
     name = "choice"
 
-    def __init__(self, choices: dict[str, Any]) -> None:
+    def __init__(self, choices: JSONDict) -> None:
         self.choices = choices
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
@@ -198,7 +200,7 @@ class _Optional(ParamType):
         return self.inner.convert(value, param, ctx)
 
 
-def sample(params: dict[str, Any]) -> dict[str, Any]:
+def sample(params: JSONDict) -> JSONDict:
     """Answer ``sampling/createMessage`` with the reply the user types."""
     say("The server asks for a model reply to:")
     if params.get("systemPrompt"):
@@ -214,7 +216,7 @@ def sample(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JSONValue) -> str:
     blocks = content if isinstance(content, list) else [content]
     parts = []
     for block in blocks:
@@ -227,7 +229,7 @@ def _content_text(content: Any) -> str:
     return " ".join(parts)
 
 
-def list_roots(params: dict[str, Any]) -> dict[str, Any]:
+def list_roots(params: JSONDict) -> JSONDict:
     """Answer ``roots/list``: the current directory."""
     here = Path.cwd()
     return {"roots": [{"uri": here.as_uri(), "name": here.name or str(here)}]}

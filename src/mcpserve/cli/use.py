@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .._types import JSONDict, UserFunction
 from . import output, terminal
 from .access import HTTPAccess, access_options
 from .arguments import ArgumentError, prompt_arguments, split_pairs, tool_arguments
@@ -41,7 +42,7 @@ from .targets import display_name, load_server, target_file
 if TYPE_CHECKING:
     from ..client.client import Client
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=UserFunction)
 
 
 def client_options(fn: F) -> F:
@@ -112,7 +113,7 @@ async def _connected(
 ) -> AsyncIterator[Client]:
     from ..client.client import Client
 
-    handlers: dict[str, Any] = {
+    handlers: dict[str, Any] = {  # keyword arguments of Client
         "capabilities": terminal.CAPABILITIES,
         "on_elicit": terminal.elicit,
         "on_sample": terminal.sample,
@@ -205,8 +206,8 @@ async def listed(
     client: Client,
     kind: str,
     name: str,
-    listing: Callable[[], Awaitable[list[dict[str, Any]]]],
-) -> dict[str, dict[str, Any]]:
+    listing: Callable[[], Awaitable[list[JSONDict]]],
+) -> dict[str, JSONDict]:
     """What ``listing()`` lists, by name. A server that wants OAuth leaves out of its lists
     what the token's scopes do not cover: when ``name`` is not there, the client authorizes
     again for every scope the server names (a step-up), and lists once more."""
@@ -246,7 +247,7 @@ async def inspect(
     async with connect(target, over_stdio, access, log_level) as client:
         discovered = await client.discover()
         client.discovered(discovered)
-        found: dict[str, Any] = {
+        found: JSONDict = {
             "server": client.server_info,
             "capabilities": client.server_capabilities,
         }
@@ -267,7 +268,7 @@ async def inspect(
     return 0
 
 
-def with_task_support(tools: list[dict[str, Any]], client: Client) -> list[dict[str, Any]]:
+def with_task_support(tools: list[JSONDict], client: Client) -> list[JSONDict]:
     """``tools``, each marked with the ``execution.taskSupport`` its registration gives it
     when the server runs in this process: the 2026-07-28 wire does not list it."""
     server = getattr(client.connection, "server", None)  # a MemoryConnection's
