@@ -93,8 +93,8 @@ class Client:
         self,
         server: InProcessServer | HandleFunction | Connection | str,
         *,
-        capabilities: dict[str, Any] | None = None,
-        client_info: dict[str, Any] | None = None,
+        capabilities: JSONDict | None = None,
+        client_info: JSONDict | None = None,
         protocol_version: str | None = None,
         log_level: str | None = None,
         on_notification: NotificationHandler | None = None,
@@ -249,7 +249,7 @@ class Client:
     def meta(
         self,
         *,
-        capabilities: dict[str, Any] | None = None,
+        capabilities: JSONDict | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
     ) -> JSONDict:
@@ -276,7 +276,7 @@ class Client:
         method: str,
         params: JSONDict | None = None,
         *,
-        capabilities: dict[str, Any] | None = None,
+        capabilities: JSONDict | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
         on_progress: ProgressHandler | None = None,

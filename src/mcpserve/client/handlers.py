@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from .._content import json_value, to_block
 from .._invoking import is_async, is_synchronous, make_invoker
-from .._types import JSONDict
+from .._types import JSONDict, UserFunction
 from ..protocol.errors import MethodNotFound
 from ..protocol.input_answers import ElicitResult, Root, SampleResult
 from .connections import NotificationHandler
@@ -95,7 +95,7 @@ class ThreadPool:
             executor.shutdown(wait=False)
 
 
-def shaped(fn: Callable[..., Any], pool: ThreadPool) -> Callable[..., Awaitable[Any]]:
+def shaped(fn: UserFunction, pool: ThreadPool) -> Callable[..., Awaitable[Any]]:
     """``fn`` as a coroutine function that calls it where its shape says."""
     # make_invoker tells the shapes apart (async, plain, or marked @blocking) but calls with
     # keyword arguments, and client handlers take positional ones: so it is asked which
@@ -169,7 +169,7 @@ class Handlers:
         }
 
 
-def to_wire(method: str, answer: Any) -> Any:
+def to_wire(method: str, answer: object) -> JSONDict:
     """A handler's answer as the wire result: dicts as they are, typed results converted."""
     if isinstance(answer, dict):
         return answer
@@ -193,7 +193,7 @@ def to_wire(method: str, answer: Any) -> Any:
     raise TypeError(f"A handler answered {method} with {answer!r}: expected its result dict")
 
 
-def _root(root: Any) -> JSONDict | None:
+def _root(root: object) -> JSONDict | None:
     if isinstance(root, dict):
         return root
     if isinstance(root, Root):

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
-from .._types import JSONDict
+from .._types import JSONDict, JSONValue
 from ..protocol import constants as c
 from ..protocol.jsonrpc import RequestId
 from .handlers import Handlers, shaped
 
 #: ``on_progress(progress, total, message)``.
-ProgressHandler: TypeAlias = Callable[[float, "float | None", "str | None"], Any]
+ProgressHandler: TypeAlias = Callable[[float, "float | None", "str | None"], object]
 #: ``on_log(level, data, logger)``.
-LogHandler: TypeAlias = Callable[[str, Any, "str | None"], Any]
+LogHandler: TypeAlias = Callable[[str, JSONValue, "str | None"], object]
 
 _tokens = itertools.count(1)
 
@@ -51,7 +51,7 @@ class Router:
     def __init__(self, handlers: Handlers, on_log: LogHandler | None) -> None:
         self._handlers = handlers
         self._on_log = shaped(on_log, handlers.pool) if on_log is not None else None
-        self._progress: dict[str | int, Callable[..., Awaitable[Any]]] = {}
+        self._progress: dict[str | int, Callable[..., Awaitable[object]]] = {}
         self.subscriptions: dict[RequestId, Listener] = {}
         #: Handshake-era subscriptions, matched by what they asked for.
         self.filtered: set[Listener] = set()

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
+from ..._types import JSONDict
 from ...auth.discovery import FetchFailed, metadata_urls, request_json
 from ...auth.resource_uri import canonical_resource
 from .errors import OAuthError
@@ -48,7 +49,7 @@ class ResourceMetadata:
     scopes_supported: tuple[str, ...] | None
     #: Where the document was read.
     url: str
-    document: dict[str, Any] = field(repr=False, compare=False)
+    document: JSONDict = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class IssuerMetadata:
     client_id_metadata_document_supported: bool
     #: Where the document was read.
     url: str
-    document: dict[str, Any] = field(repr=False, compare=False)
+    document: JSONDict = field(repr=False, compare=False)
 
 
 def is_loopback(host: str | None) -> bool:
@@ -195,7 +196,7 @@ async def fetch_issuer_metadata(
     )
 
 
-def _issuer_metadata(document: dict[str, Any], url: str) -> IssuerMetadata:
+def _issuer_metadata(document: JSONDict, url: str) -> IssuerMetadata:
     def endpoint(name: str, *, required: bool = False) -> str | None:
         value = document.get(name)
         if value is None and not required:

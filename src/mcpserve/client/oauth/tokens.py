@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..._types import JSONDict
+
 if TYPE_CHECKING:
     from .assertion import PrivateKeyJWT
 
@@ -52,8 +54,8 @@ class Tokens:
             return False
         return (time.time() if now is None else now) >= self.expires_at - leeway
 
-    def to_dict(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"access_token": self.access_token, "token_type": self.token_type}
+    def to_dict(self) -> JSONDict:
+        entry: JSONDict = {"access_token": self.access_token, "token_type": self.token_type}
         for name in ("expires_at", "refresh_token", "issuer", "resource"):
             if getattr(self, name) is not None:
                 entry[name] = getattr(self, name)
@@ -63,7 +65,7 @@ class Tokens:
         return entry
 
     @classmethod
-    def from_dict(cls, entry: dict[str, Any]) -> Tokens:
+    def from_dict(cls, entry: JSONDict) -> Tokens:
         return cls(
             access_token=str(entry["access_token"]),
             token_type=str(entry.get("token_type", "Bearer")),
@@ -99,8 +101,8 @@ class ClientRegistration:
     #: Signs ``private_key_jwt`` assertions: held in memory only, never stored.
     client_assertion: PrivateKeyJWT | None = field(default=None, repr=False, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {
+    def to_dict(self) -> JSONDict:
+        entry: JSONDict = {
             "client_id": self.client_id,
             "redirect_uris": list(self.redirect_uris),
         }
@@ -110,7 +112,7 @@ class ClientRegistration:
         return entry
 
     @classmethod
-    def from_dict(cls, entry: dict[str, Any]) -> ClientRegistration:
+    def from_dict(cls, entry: JSONDict) -> ClientRegistration:
         uris = entry.get("redirect_uris")
         return cls(
             client_id=str(entry["client_id"]),
@@ -181,7 +183,7 @@ class FileTokenStorage:
         self.path = Path(path)
         self._lock = asyncio.Lock()
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> JSONDict:
         try:
             data = json.loads(self.path.read_text())
         except (FileNotFoundError, ValueError):
@@ -192,7 +194,7 @@ class FileTokenStorage:
         data.setdefault("clients", {})
         return data
 
-    def _write(self, data: dict[str, Any]) -> None:
+    def _write(self, data: JSONDict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         staged = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -200,7 +202,7 @@ class FileTokenStorage:
             json.dump(data, file, indent=2)
         staged.replace(self.path)
 
-    async def _update(self, section: str, key: str, entry: dict[str, Any] | None) -> None:
+    async def _update(self, section: str, key: str, entry: JSONDict | None) -> None:
         async with self._lock:
             data = self._read()
             if entry is None:
