@@ -200,7 +200,7 @@ class Changes:
         if previous is not None:
             previous.cancel()
 
-    async def _hold(self, client: Client, wanted: dict[str, Any], acknowledged: Any) -> None:
+    async def _hold(self, client: Client, wanted: JSONDict, acknowledged: Any) -> None:
         reason = "the upstream ended it"
         try:
             async with client.listen(**wanted) as notes:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from .._types import JSONDict
+from .._types import JSONDict, JSONValue
 from ..protocol.header_annotations import header_annotations
 from ..server.context.context import Context
 from .exchange import Forwarded
@@ -78,11 +78,11 @@ class ForwardedTool(Forwarding):
     def name(self) -> str:
         return self.key
 
-    def run(self, arguments: Any, ctx: Context) -> Answer:
+    def run(self, arguments: JSONValue, ctx: Context) -> Answer:
         # The forwarding itself: no coroutine around it, on every call.
         return self.forwarder.forward(self.forwarded(arguments), ctx)
 
-    def forwarded(self, arguments: Any) -> Forwarded:
+    def forwarded(self, arguments: JSONValue) -> Forwarded:
         """The ``tools/call`` sent upstream for ``arguments``."""
         params: JSONDict = {"name": self.upstream_name}
         if arguments is not None:
@@ -114,7 +114,7 @@ class ForwardedPrompt(Forwarding):
             a["name"] for a in listed or () if isinstance(a, dict) and type(a.get("name")) is str
         ]
 
-    def run(self, arguments: Any, ctx: Context) -> Answer:
+    def run(self, arguments: JSONValue, ctx: Context) -> Answer:
         params: JSONDict = {"name": self.upstream_name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -141,7 +141,7 @@ class ForwardedResource(Forwarding):
     def uri(self) -> str:
         return self.key
 
-    def run(self, arguments: Any, ctx: Context) -> Answer:
+    def run(self, arguments: JSONValue, ctx: Context) -> Answer:
         request = Forwarded("resources/read", {"uri": self.upstream_uri}, self.key, {})
         return self.forwarder.forward(request, ctx)
 
@@ -166,10 +166,10 @@ class ForwardedTemplate(Forwarding):
     def upstream_template(self) -> str:
         return self.template.template
 
-    def match(self, uri: str) -> dict[str, Any] | None:
+    def match(self, uri: str) -> JSONDict | None:
         return self.template.match(uri)
 
-    def run(self, arguments: Any, ctx: Context) -> Answer:
+    def run(self, arguments: JSONValue, ctx: Context) -> Answer:
         uri: str = ctx.request.params["uri"]
         request = Forwarded("resources/read", {"uri": uri}, uri, {})
         return self.forwarder.forward(request, ctx)
@@ -186,7 +186,7 @@ class ForwardedCompleter(Forwarding):
         self.ref = ref
         self.argument = argument
 
-    def run(self, arguments: Any, ctx: Context) -> Answer:
+    def run(self, arguments: JSONValue, ctx: Context) -> Answer:
         value, known = arguments
         return self.complete(value, known, ctx)
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._types import JSONDict
+from .._types import JSONDict, JSONValue
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import notification
@@ -37,7 +37,7 @@ class Forwarded:
 
     __slots__ = ("arguments", "method", "params", "target")
 
-    def __init__(self, method: str, params: JSONDict, target: str, arguments: Any) -> None:
+    def __init__(self, method: str, params: JSONDict, target: str, arguments: JSONValue) -> None:
         self.method = method
         self.params = params
         self.target = target
@@ -56,7 +56,7 @@ class Exchange:
         self.live = True
         #: Questions a handshake-era upstream asked a 2026-07-28 client: key -> (the
         #: question as an inputRequests entry, the answer to come).
-        self.pending: dict[str, tuple[JSONDict, asyncio.Future[Any]]] = {}
+        self.pending: dict[str, tuple[JSONDict, asyncio.Future[JSONValue]]] = {}
         #: Set when a question is added (made for a parked call only).
         self.changed: asyncio.Event | None = None
         self.task: asyncio.Task[JSONDict] | None = None
@@ -78,7 +78,7 @@ class Exchange:
             )
         self.asked += 1
         key = f"q{self.asked}"
-        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[JSONValue] = asyncio.get_running_loop().create_future()
         self.pending[key] = (modern_question(method, params), answer)
         self.changed.set()
         try:
@@ -113,7 +113,7 @@ class Exchange:
         if self.task is not None:
             self.task.cancel()
 
-    async def progress(self, progress: Any, total: Any, message: Any) -> None:
+    async def progress(self, progress: JSONValue, total: JSONValue, message: JSONValue) -> None:
         if not self.live or not _is_number(progress):
             return
         await self.ctx.progress(
@@ -141,7 +141,7 @@ class Exchange:
         await send(notification(str(method), params))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

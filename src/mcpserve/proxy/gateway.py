@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._types import JSONDict
 from ..server.server import Server
 from .proxy import SUBSCRIBING, Proxy, proxy_server, subscribed_uris
 from .upstream import Upstream, UpstreamTarget
@@ -40,7 +41,7 @@ def gateway_server(
     *,
     name: str = "gateway",
     **server_options: Any,
-) -> Server[Any]:
+) -> Server:
     """A server serving every upstream of ``upstreams`` under its name as a namespace.
 
     Each value is what :func:`~.proxy.proxy_server` takes: a URL, a command or a
@@ -49,17 +50,17 @@ def gateway_server(
     """
     if not upstreams:
         raise ValueError("A gateway needs at least one upstream")
-    gateway: Server[Any] = Server(name, **server_options)
+    gateway: Server = Server(name, **server_options)
     for namespace, upstream in upstreams.items():
         gateway.mount(proxy_server(upstream, name=namespace), namespace=namespace)
     relay_subscriptions(gateway)
     return gateway
 
 
-def relay_subscriptions(parent: Server[Any]) -> None:
+def relay_subscriptions(parent: Server) -> None:
     """Pass the subscriptions ``parent``'s clients make on to the proxies mounted in it."""
 
-    async def relay(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+    async def relay(ctx: Context, call_next: CallNext) -> JSONDict:
         uris = subscribed_uris(ctx)
         if uris:
             for mount in parent.mounts:

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._types import JSONDict
+from .._types import JSONDict, JSONValue
 from ..protocol.errors import MCPError
 from ..protocol.handshake import handshake_tool
 from .entries import (
@@ -56,7 +56,7 @@ class ListSource(Protocol):
     #: Whether it speaks the handshake era (its tools' output schemas come wrapped).
     legacy: bool
 
-    async def request(self, method: str, params: JSONDict) -> Any: ...
+    async def request(self, method: str, params: JSONDict) -> JSONValue: ...
 
 
 #: The lists the proxy mirrors, by the capability that offers them.
@@ -129,8 +129,8 @@ class Mirror:
             apply(self.registry.templates, self._built(templates, self._template), "resources")
         self._complete()
 
-    async def _list(self, lister: ListSource, method: str, key: str) -> list[Any]:
-        entries: list[Any] = []
+    async def _list(self, lister: ListSource, method: str, key: str) -> list[JSONValue]:
+        entries: list[JSONValue] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             result = await lister.request(method, {"cursor": cursor} if cursor else {})
@@ -154,8 +154,8 @@ class Mirror:
 
     # -- building entries ------------------------------------------------------------------
 
-    def _built(self, listed: list[Any], build: Callable[[JSONDict], Any]) -> dict[str, Any]:
-        built: dict[str, Any] = {}
+    def _built(self, listed: list[JSONValue], build: Callable[[JSONDict], Any]) -> JSONDict:
+        built: JSONDict = {}
         for entry in listed:
             try:
                 item = build(entry) if isinstance(entry, dict) else None
@@ -201,8 +201,8 @@ class Mirror:
 
     def _apply(
         self,
-        current: dict[str, Any],
-        built: dict[str, Any],
+        current: JSONDict,
+        built: JSONDict,
         kind: str,
         *,
         legacy: bool = False,
@@ -229,7 +229,7 @@ class Mirror:
             elif type(existing) is not type(item) or not _same(existing.wire, item.wire, legacy):
                 _add(registry, kind, item, replace=True)
 
-    def _mine(self, item: Any) -> bool:
+    def _mine(self, item: JSONValue) -> bool:
         return isinstance(item, _FORWARDED) and item.forwarder is self.forwarder
 
     def _complete(self) -> None:
@@ -267,7 +267,7 @@ def _same(held: JSONDict, listed: JSONDict, legacy: bool) -> bool:
     return legacy and handshake_tool(held) == handshake_tool(listed)
 
 
-def _add(registry: Registry, kind: str, item: Any, *, replace: bool) -> None:
+def _add(registry: Registry, kind: str, item: JSONValue, *, replace: bool) -> None:
     if kind == "tools":
         registry.add_tool(item, replace=replace)
     elif kind == "prompts":
@@ -276,7 +276,7 @@ def _add(registry: Registry, kind: str, item: Any, *, replace: bool) -> None:
         registry.add_resource(item, replace=replace)
 
 
-def _remove(registry: Registry, kind: str, item: Any, key: str) -> None:
+def _remove(registry: Registry, kind: str, item: JSONValue, key: str) -> None:
     if kind == "tools":
         registry.remove_tool(key)
     elif kind == "prompts":

@@ -117,7 +117,7 @@ class Proxy:
             return
         await exchange.relay(message)
 
-    async def watch_subscriptions(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+    async def watch_subscriptions(self, ctx: Context, call_next: CallNext) -> JSONDict:
         """Middleware: before a client subscribes to URIs, the proxy subscribes upstream."""
         uris = subscribed_uris(ctx)
         if uris:

@@ -33,7 +33,7 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from .._types import JSONDict
+from .._types import JSONDict, JSONValue
 from ..protocol.errors import MCPError
 from ..server.context.rounds import MISSING, required_capabilities
 from .entries import ForwardedTool
@@ -69,12 +69,12 @@ class ForwardedTaskTool(ForwardedTool):
         self.task_mode: TaskMode = "optional"  # the upstream decides, call by call
         self.task_start: TaskStart = "handler"  # a task once the upstream's answer is one
 
-    def run(self, arguments: Any, ctx: Context) -> Coroutine[Any, Any, dict[str, Any]]:
+    def run(self, arguments: JSONValue, ctx: Context) -> Coroutine[Any, Any, JSONDict]:
         if not self.tasks.declared(ctx):
             return ForwardedTool.run(self, arguments, ctx)
         return self.tasks.call(self, arguments, ctx)
 
-    async def work(self, arguments: Any, ctx: Context) -> dict[str, Any]:
+    async def work(self, arguments: JSONValue, ctx: Context) -> JSONDict:
         """The call upstream, and the upstream's task (if it answers with one) to its end."""
         result = await self.forwarder.forward(self.forwarded(arguments), ctx)
         if result.get("resultType") == "task":
@@ -120,7 +120,7 @@ class Follower:
     async def _follow(self) -> JSONDict:
         failures = 0
         #: The client being asked the upstream's open questions, and their keys.
-        asking: asyncio.Task[dict[str, Any]] | None = None
+        asking: asyncio.Task[JSONDict] | None = None
         keys: frozenset[str] = frozenset()
         answered: set[str] = set()  # a poll may still show what was answered: not again
         try:
@@ -162,7 +162,7 @@ class Follower:
             if asking is not None:
                 asking.cancel()
 
-    def _ending(self, status: Any, task: JSONDict) -> JSONDict:
+    def _ending(self, status: JSONValue, task: JSONDict) -> JSONDict:
         if status == "completed":
             result = task.get("result")
             if isinstance(result, dict):
@@ -190,7 +190,7 @@ class Follower:
             if self.running is not None:
                 await self.running.progress(message)
 
-    async def _ask(self, questions: JSONDict) -> dict[str, Any]:
+    async def _ask(self, questions: JSONDict) -> JSONDict:
         """The client's answers to the upstream's questions, by the upstream's keys."""
         running = self.running
         if running is None:
@@ -201,7 +201,7 @@ class Follower:
         relayed = {key: Question(question) for key, question in questions.items()}
         return await running.ask(relayed)
 
-    async def _withdraw(self, asking: asyncio.Task[dict[str, Any]]) -> None:
+    async def _withdraw(self, asking: asyncio.Task[JSONDict]) -> None:
         """The upstream no longer asks: neither does the proxy's task."""
         asking.cancel()
         await asyncio.wait({asking})
@@ -226,7 +226,7 @@ class Follower:
 class Question:
     """An upstream task's question, put to the client as the proxy's task's own."""
 
-    def __init__(self, wire: Any) -> None:
+    def __init__(self, wire: JSONValue) -> None:
         if not isinstance(wire, dict):
             raise UpstreamError("The upstream server sent an input request that is not an object")
         self.wire: JSONDict = wire
@@ -235,21 +235,21 @@ class Question:
         except ValueError as exc:
             raise UpstreamError(f"The upstream server asked for input: {exc}") from None
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JSONDict:
         return self.wire
 
-    def required_capabilities(self) -> dict[str, Any]:
+    def required_capabilities(self) -> JSONDict:
         return self.needed
 
-    def parse(self, raw: Any) -> Any:
+    def parse(self, raw: JSONValue) -> JSONValue:
         return raw if isinstance(raw, dict) else MISSING  # the upstream checks the rest
 
 
-def _interval(value: Any, default: float = DEFAULT_POLL) -> float:
+def _interval(value: JSONValue, default: float = DEFAULT_POLL) -> float:
     if type(value) is not int and type(value) is not float:
         return default
     return min(MAX_POLL, max(MIN_POLL, value / 1000))
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return value[:1000] if isinstance(value, str) else None

@@ -36,7 +36,7 @@ import shlex
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._types import JSONDict
+from .._types import JSONDict, JSONValue
 from .._version import __version__
 from ..client.connections import next_id
 from ..extensions.tasks.records import TASKS_EXTENSION
@@ -74,7 +74,7 @@ class UpstreamUnavailable(UpstreamError):
     """The upstream server cannot be reached (-32603, naming it)."""
 
 
-def is_url(target: Any) -> bool:
+def is_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(("http://", "https://"))
 
 
@@ -110,7 +110,7 @@ async def _opened(client: Client) -> JSONDict | None:
         raise
 
 
-def upstream_error(error: Any) -> MCPError:
+def upstream_error(error: JSONValue) -> MCPError:
     """An upstream's JSON-RPC error object as :class:`MCPError`, as the upstream sent it."""
     if not isinstance(error, dict):
         error = {"message": "The upstream answered with an invalid error"}
@@ -209,7 +209,7 @@ class Upstream:
         from ..client.client import Client
         from ..server.server import Server
 
-        options: dict[str, Any] = {
+        options: JSONDict = {
             "capabilities": RELAYED_CAPABILITIES,
             "client_info": CLIENT_INFO,
             "protocol_version": self.protocol_version,
