@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import html
 from importlib import resources
-from typing import Any
 
-from .._types import Receive, Scope, Send
+from .._types import ASGIApp, Receive, Scope, Send
 
 #: Files under ``/dev/`` and their media types; the page itself is ``index.html``.
 FILES = {
@@ -83,13 +82,13 @@ def read_static(name: str) -> bytes:
     return (resources.files(__package__ or "mcpserve.dev") / "static" / name).read_bytes()
 
 
-def asset_routes(endpoint: str = "/mcp") -> dict[str, Any]:
+def asset_routes(endpoint: str = "/mcp") -> dict[str, ASGIApp]:
     """``/`` and ``/dev/<file>`` for :class:`~mcpserve.transports.http.HTTPApp`'s ``routes``
     (the sandbox page, ``sandbox.py``, is added beside them)."""
     page = read_static("index.html").decode()
     # The page reads the endpoint from a <meta> tag: escaped, as any value put into HTML.
     page = page.replace(ENDPOINT_MARK, html.escape(endpoint, quote=True))
-    routes: dict[str, Any] = {"/": Asset(page.encode(), "text/html; charset=utf-8")}
+    routes: dict[str, ASGIApp] = {"/": Asset(page.encode(), "text/html; charset=utf-8")}
     for name, content_type in FILES.items():
         routes[f"/dev/{name}"] = Asset(read_static(name), content_type)
     return routes
