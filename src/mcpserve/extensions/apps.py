@@ -33,7 +33,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from .._types import JSONDict, UserFunction
 from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
@@ -57,7 +57,6 @@ PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
 VISIBILITIES = ("model", "app")
 
 Visibility = Literal["model", "app"]
-F = TypeVar("F", bound=UserFunction)
 
 # A CSP source as a host writes it into a policy: a scheme and host (a leading "*." allowed),
 # an optional port and path. Nothing that could end a directive or start another.
@@ -188,7 +187,7 @@ def register_app(
     html: str | None = None,
     path: str | os.PathLike[str] | None = None,
     **options: Any,
-) -> App | Callable[[F], App]:
+) -> App | Callable[[UserFunction], App]:
     """``server.app``: an :class:`App` from ``html`` or ``path``, else a decorator that
     makes one from the function it decorates (called at each read for the HTML)."""
     _check_uri(uri)
@@ -216,7 +215,7 @@ def register_app(
 
         return _register(registry, uri, read, pool, {"blocking": True, **options})
 
-    def decorate(fn: F) -> App:
+    def decorate(fn: UserFunction) -> App:
         return _register(registry, uri, fn, pool, options)
 
     return decorate

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._types import JSONDict, JSONValue
@@ -43,6 +43,7 @@ from .wire import UpstreamError
 
 if TYPE_CHECKING:
     from ..extensions.tasks.runner import Tasks
+    from ..server.entries.kinds import Entry
     from ..server.registry import CompletionKey, Registry
     from .forwarding import Forwarder
     from .upstream import Upstream
@@ -154,8 +155,10 @@ class Mirror:
 
     # -- building entries ------------------------------------------------------------------
 
-    def _built(self, listed: list[JSONValue], build: Callable[[JSONDict], Any]) -> JSONDict:
-        built: JSONDict = {}
+    def _built(
+        self, listed: list[JSONValue], build: Callable[[JSONDict], Entry | None]
+    ) -> dict[str, Entry]:
+        built: dict[str, Entry] = {}
         for entry in listed:
             try:
                 item = build(entry) if isinstance(entry, dict) else None
@@ -201,8 +204,8 @@ class Mirror:
 
     def _apply(
         self,
-        current: JSONDict,
-        built: JSONDict,
+        current: Mapping[str, Entry],
+        built: Mapping[str, Entry],
         kind: str,
         *,
         legacy: bool = False,
@@ -229,7 +232,7 @@ class Mirror:
             elif type(existing) is not type(item) or not _same(existing.wire, item.wire, legacy):
                 _add(registry, kind, item, replace=True)
 
-    def _mine(self, item: JSONValue) -> bool:
+    def _mine(self, item: object) -> bool:
         return isinstance(item, _FORWARDED) and item.forwarder is self.forwarder
 
     def _complete(self) -> None:
@@ -267,7 +270,7 @@ def _same(held: JSONDict, listed: JSONDict, legacy: bool) -> bool:
     return legacy and handshake_tool(held) == handshake_tool(listed)
 
 
-def _add(registry: Registry, kind: str, item: JSONValue, *, replace: bool) -> None:
+def _add(registry: Registry, kind: str, item: Any, *, replace: bool) -> None:
     if kind == "tools":
         registry.add_tool(item, replace=replace)
     elif kind == "prompts":
@@ -276,7 +279,7 @@ def _add(registry: Registry, kind: str, item: JSONValue, *, replace: bool) -> No
         registry.add_resource(item, replace=replace)
 
 
-def _remove(registry: Registry, kind: str, item: JSONValue, key: str) -> None:
+def _remove(registry: Registry, kind: str, item: object, key: str) -> None:
     if kind == "tools":
         registry.remove_tool(key)
     elif kind == "prompts":

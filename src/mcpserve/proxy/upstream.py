@@ -209,7 +209,7 @@ class Upstream:
         from ..client.client import Client
         from ..server.server import Server
 
-        options: JSONDict = {
+        options: dict[str, Any] = {  # keyword arguments of Client
             "capabilities": RELAYED_CAPABILITIES,
             "client_info": CLIENT_INFO,
             "protocol_version": self.protocol_version,

@@ -176,7 +176,7 @@ class Skills:
             }
         else:
             wire = {"uri": uri, "name": unquote(uri.rsplit("/", 1)[1]), "mimeType": mime}
-        options: JSONDict = {
+        options: dict[str, Any] = {  # keyword arguments of the resource
             "pool": self.pool,
             "mime_type": mime,
             "cache": skill.cache,

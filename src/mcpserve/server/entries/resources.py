@@ -174,7 +174,7 @@ def build_resource(
 ) -> Resource | ResourceTemplate:
     """A :class:`Resource`, or a :class:`ResourceTemplate` when ``uri`` has ``{variables}``."""
     template = _template_of(uri)
-    options: JSONDict = {
+    options: dict[str, Any] = {  # keyword arguments of the resource
         "pool": pool,
         "blocking": blocking,
         "mime_type": mime_type,
