@@ -19,20 +19,20 @@ import contextvars
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from ._types import JSONDict, UserFunction
+from ._types import UserFunction, UserFunctionT
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-F = TypeVar("F", bound=UserFunction)
-Invoker = Callable[[JSONDict], Awaitable[Any]]
+#: Calls the user's function with its validated arguments; what it returned.
+Invoker = Callable[[dict[str, object]], Awaitable[object]]
 
 _BLOCKING_MARK = "__mcpserve_blocking__"
 
 
-def blocking(fn: F) -> F:
+def blocking(fn: UserFunctionT) -> UserFunctionT:
     """Mark a plain function to run in the thread pool instead of on the event loop.
 
     >>> @server.tool
@@ -68,21 +68,21 @@ def make_invoker(
         if blocking:
             raise TypeError(f"{_name(fn)} is async; blocking=True is only for plain functions")
 
-        async def call_async(kwargs: dict[str, object]) -> Any:
+        async def call_async(kwargs: dict[str, object]) -> object:
             return await fn(**kwargs)
 
         return call_async
 
     if blocking or (blocking is None and getattr(fn, _BLOCKING_MARK, False)):
 
-        async def call_in_thread(kwargs: dict[str, object]) -> Any:
+        async def call_in_thread(kwargs: dict[str, object]) -> object:
             context = contextvars.copy_context()
             job = functools.partial(context.run, fn, **kwargs)
             return await asyncio.get_running_loop().run_in_executor(pool(), job)
 
         return call_in_thread
 
-    async def call_inline(kwargs: dict[str, object]) -> Any:
+    async def call_inline(kwargs: dict[str, object]) -> object:
         value = fn(**kwargs)
         # A plain function may still hand back an awaitable (a partial of a coroutine).
         # Checking the type's __await__ is the cheap test; inspect.isawaitable is not.

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._types import JSONDict, UserFunction
+from .._types import JSONDict
 from . import output, terminal
 from .access import HTTPAccess, access_options
 from .arguments import ArgumentError, prompt_arguments, split_pairs, tool_arguments
@@ -42,7 +42,8 @@ from .targets import display_name, load_server, target_file
 if TYPE_CHECKING:
     from ..client.client import Client
 
-F = TypeVar("F", bound=UserFunction)
+#: A click command's callback, handed back decorated.
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def client_options(fn: F) -> F:
