@@ -122,7 +122,7 @@ class TaskHandle:
         return f"{type(self).__name__}({self.task_id!r})"
 
 
-async def start(client: TaskClient, params: JSONDict, options: JSONDict) -> TaskHandle:
+async def start(client: TaskClient, params: JSONDict, options: dict[str, Any]) -> TaskHandle:
     """``tools/call`` with ``params``, as a task if the server makes it one."""
     if client.legacy:
         return await _start_core_task(client, params, options)
@@ -315,7 +315,9 @@ class ExtensionTask(TaskHandle):
 # -- the handshake era's tasks (2025-11-25) ----------------------------------------------------
 
 
-async def _start_core_task(client: TaskClient, params: JSONDict, options: JSONDict) -> TaskHandle:
+async def _start_core_task(
+    client: TaskClient, params: JSONDict, options: dict[str, Any]
+) -> TaskHandle:
     if await _takes_core_task(client, params["name"]):
         params = {**params, "task": {}}
     result = await client.request("tools/call", params, **options)

@@ -310,7 +310,7 @@ def resource_ui_meta(
     return ui
 
 
-def with_app_meta(options: Mapping[str, Any]) -> JSONDict:
+def with_app_meta(options: Mapping[str, Any]) -> dict[str, Any]:
     """A tool's options with ``app=`` and ``visibility=`` turned into its ``_meta.ui``.
 
     ``app`` (an :class:`App` or its ``ui://`` URI) becomes ``resourceUri``, and also the
