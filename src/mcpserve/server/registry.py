@@ -12,8 +12,8 @@ entries (:meth:`Registry.entries`) and the scopes the entries declare
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypeGuard, TypeVar, cast
+from collections.abc import Callable, Container, Mapping
+from typing import Literal, TypeGuard, TypeVar, cast
 
 from .._types import JSONDict
 from .entries.kinds import (
@@ -27,6 +27,9 @@ from .entries.kinds import (
 
 T = TypeVar("T")
 ListKind = Literal["tools", "resources", "prompts"]
+#: One list's wire entries as built at a registry version: (the version, every entry, and
+#: each entry with the scopes it needs, when any needs one).
+_BuiltList = tuple[int, list[JSONDict], list[tuple[frozenset[str], JSONDict]]]
 CompletionKey = tuple[Literal["ref/prompt", "ref/resource"], str, str]
 
 
@@ -43,7 +46,7 @@ class Registry:
         self._listeners: list[Callable[[ListKind], None]] = []
         self._completer_listeners: list[Callable[[], None]] = []
         #: Per list: (registry version, every entry, (scopes, entry) pairs when any is scoped).
-        self._entries: dict[str, tuple[int, list[Any], list[Any]]] = {}
+        self._entries: dict[str, _BuiltList] = {}
         #: (registry version, every scope a switched-on entry declares).
         self._declared: tuple[int, frozenset[str]] = (-1, frozenset())
         #: Registered but switched off: hidden from lists, unknown to calls and reads.
@@ -127,7 +130,7 @@ class Registry:
 
     def set_enabled(self, kind: ListKind, key: str, enabled: bool) -> None:
         """Switch a tool, prompt, resource or template (by URI or template) on or off."""
-        known: dict[str, JSONDict] = {
+        known: dict[str, Mapping[str, Entry]] = {
             "tools": self.tools,
             "prompts": self.prompts,
             "resources": {**self.resources, **self.templates},
@@ -199,7 +202,7 @@ class Registry:
         self,
         kind: Literal["tools", "resources", "templates", "prompts"],
         granted: frozenset[str] | None = None,
-    ) -> list[Any]:
+    ) -> list[JSONDict]:
         """The wire entries of one list, built once per registry version: all of them, or
         only those whose scopes ``granted`` holds (``None``: no restriction)."""
         cached = self._entries.get(kind)
@@ -226,7 +229,7 @@ class Registry:
         version, scopes = self._declared
         if version != self.version:
             off = self.disabled
-            kinds: list[tuple[JSONDict, set[str]]] = [
+            kinds: list[tuple[Mapping[str, Entry], set[str]]] = [
                 (self.tools, off["tools"]),
                 (self.resources, off["resources"]),
                 (self.templates, off["resources"]),
@@ -243,8 +246,8 @@ class Registry:
             self._declared = (self.version, scopes)
         return scopes
 
-    def _build_entries(self, kind: str) -> tuple[int, list[Any], list[Any]]:
-        sources: dict[str, JSONDict] = {
+    def _build_entries(self, kind: str) -> _BuiltList:
+        sources: dict[str, Mapping[str, Entry]] = {
             "tools": self.tools,
             "resources": self.resources,
             "templates": self.templates,
@@ -266,7 +269,7 @@ def is_template(resource: ResourceEntry | TemplateEntry) -> TypeGuard[TemplateEn
     return "uriTemplate" in resource.wire
 
 
-def _check_new(items: JSONDict, key: str, what: str, replace: bool) -> None:
+def _check_new(items: Container[str], key: str, what: str, replace: bool) -> None:
     if key in items and not replace:
         raise ValueError(f"A {what} named {key!r} is already registered (pass replace=True)")
 
