@@ -1,14 +1,17 @@
 """The type aliases shared across the package, each defined here once.
 
-Two families. The ASGI ones describe the interface an HTTP server calls the application
+Three families. The ASGI ones describe the interface an HTTP server calls the application
 through: a connection's ``Scope``, the ``Message`` events it ``Receive``\\ s and ``Send``\\ s,
 and the ``ASGIApp`` that takes the three. The JSON ones describe what the wire carries once
 decoded: a ``JSONDict`` is a JSON object whose values have not been checked yet (the code
 that reads a field checks it), and a ``Result`` is the result object of a JSON-RPC answer.
+And a ``UserFunction`` is a function the user decorated, whose signature only its
+inspection at registration knows.
 
 ``Any`` stays in these aliases on purpose: ASGI leaves the values of a scope and a message to
-each event's own specification, and a decoded JSON value is whatever the peer sent until it
-is checked. Nothing here imports the package, so every layer may import this module.
+each event's own specification, a decoded JSON value is whatever the peer sent until it is
+checked, and a user's function takes and returns what its author wrote. Nothing here
+imports the package, so every layer may import this module.
 """
 
 from __future__ import annotations
