@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
+from typing_extensions import Unpack
+
+from .._types import JSONDict, Result
 from ..protocol import constants as c
-from ..protocol.core import Handler
+from ..protocol.core import Answer, Handler
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
 from .context.context import Context
-from .entries.kinds import ResourceEntry, TemplateEntry
+from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from .entries.resources import CachePolicy
 from .settings import Settings
 
@@ -38,8 +41,14 @@ if TYPE_CHECKING:
     from .registry import Registry
     from .subscriptions import Subscriptions
 
-Result = dict[str, Any]
 MethodTable = dict[str, Handler[Context]]
+#: A core method's answer to one request: the request's context in, the result out, now or
+#: awaited.
+Call = Callable[[Context], Answer]
+#: What ``find_resource`` finds: the resource serving the URI, and a template's variables.
+FoundResource = tuple[ResourceEntry | TemplateEntry, JSONDict | None]
+#: The lists a client pages through.
+ListedKind = Literal["tools", "resources", "templates", "prompts"]
 #: Which era answers a method: both, only the 2026-07-28 wire, only a handshake-era session.
 Era = Literal["both", "modern", "handshake"]
 
@@ -51,15 +60,25 @@ class Method(NamedTuple):
     era: Era = "both"
 
 
-def both(call: Any, **options: Any) -> Method:
+class HandlerOptions(TypedDict, total=False):
+    """How a line's handler runs (see :class:`~mcpserve.protocol.core.Handler`). The
+    target is what ``resolve`` found, a different kind for each method: a tool, a prompt,
+    a :data:`FoundResource`."""
+
+    inline: bool | Callable[[Any], bool]
+    resolve: Callable[[JSONDict], object]
+    scopes: Callable[[Any], frozenset[str]]
+
+
+def both(call: Call, **options: Unpack[HandlerOptions]) -> Method:
     return Method(Handler(call, **options), "both")
 
 
-def modern(call: Any, **options: Any) -> Method:
+def modern(call: Call, **options: Unpack[HandlerOptions]) -> Method:
     return Method(Handler(call, **options), "modern")
 
 
-def handshake(call: Any, **options: Any) -> Method:
+def handshake(call: Call, **options: Unpack[HandlerOptions]) -> Method:
     return Method(Handler(call, **options), "handshake")
 
 
@@ -93,7 +112,9 @@ def _arguments(params: Result) -> Result | None:
     return arguments
 
 
-def _then(result: Result | Awaitable[Result], finish: Callable[[Result], Result]) -> Any:
+def _then(
+    result: Result | Awaitable[Result], finish: Callable[[Result], Result]
+) -> Result | Awaitable[Result]:
     """``finish(result)``, now or once an awaitable result is ready."""
     if isinstance(result, dict):
         return finish(result)
@@ -108,16 +129,16 @@ def _then(result: Result | Awaitable[Result], finish: Callable[[Result], Result]
 _synchronous = operator.attrgetter("synchronous")
 
 
-def _synchronous_resource(found: Any) -> bool:
-    return found[0].synchronous  # type: ignore[no-any-return]
+def _synchronous_resource(found: FoundResource) -> bool:
+    return found[0].synchronous
 
 
 #: The scopes a found tool or prompt requires; a resource's, from what ``find_resource`` found.
 _scopes = operator.attrgetter("scopes")
 
 
-def _resource_scopes(found: Any) -> frozenset[str]:
-    return found[0].scopes  # type: ignore[no-any-return]
+def _resource_scopes(found: FoundResource) -> frozenset[str]:
+    return found[0].scopes
 
 
 class Methods:
@@ -166,7 +187,9 @@ class Methods:
             "resources/unsubscribe": handshake(self.subscribe, inline=True),
         }
 
-    def list_page(self, kind: Any, key: str, ctx: Context, more: list[Any] | None = None) -> Result:
+    def list_page(
+        self, kind: ListedKind, key: str, ctx: Context, more: list[JSONDict] | None = None
+    ) -> Result:
         auth = ctx.request.auth
         # A checked caller sees only what its scopes let it use (docs/decisions.md, "Lists
         # and scopes"); such a list is the caller's own, so no shared cache may keep it.
@@ -201,7 +224,7 @@ class Methods:
             raise MethodNotFound("Method not found: tools/list")
         return self.list_page("tools", "tools", ctx)
 
-    def find_tool(self, params: Result) -> Any:
+    def find_tool(self, params: JSONDict) -> ToolEntry | None:
         name = params.get("name")
         return self.registry.tool(name) if type(name) is str else None
 
@@ -241,12 +264,12 @@ class Methods:
         self.require_resources()
         return self.list_page("templates", "resourceTemplates", ctx)
 
-    def find_resource(self, params: Result) -> Any:
+    def find_resource(self, params: JSONDict) -> FoundResource | None:
         """The resource serving the URI and the template's variables, when one does."""
         uri = params.get("uri")
         return self.registry.find_resource(uri) if type(uri) is str else None
 
-    def read_resource(self, ctx: Context) -> tuple[ResourceEntry | TemplateEntry, Any]:
+    def read_resource(self, ctx: Context) -> FoundResource:
         self.require_resources()
         uri = _string_param(ctx.request.params, "uri")
         found = ctx.request.target
@@ -254,7 +277,9 @@ class Methods:
             raise ResourceNotFound(uri)
         return found  # type: ignore[no-any-return]
 
-    def with_cache_fields(self, resource: ResourceEntry | TemplateEntry, ctx: Context) -> Any:
+    def with_cache_fields(
+        self, resource: ResourceEntry | TemplateEntry, ctx: Context
+    ) -> Callable[[Result], Result]:
         def finish(result: Result) -> Result:
             if "resultType" in result:
                 return result  # input_required: no caching hints on an interim answer
@@ -266,7 +291,7 @@ class Methods:
 
     def resources_read(self, ctx: Context) -> Result | Awaitable[Result]:
         resource, variables = self.read_resource(ctx)
-        return _then(resource.run(variables, ctx), self.with_cache_fields(resource, ctx))  # type: ignore[no-any-return]
+        return _then(resource.run(variables, ctx), self.with_cache_fields(resource, ctx))
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -278,7 +303,7 @@ class Methods:
         self.require_prompts()
         return self.list_page("prompts", "prompts", ctx)
 
-    def find_prompt(self, params: Result) -> Any:
+    def find_prompt(self, params: JSONDict) -> PromptEntry | None:
         name = params.get("name")
         return self.registry.prompt(name) if type(name) is str else None
 
