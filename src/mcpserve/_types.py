@@ -1,12 +1,15 @@
 """The type aliases shared across the package, each defined here once.
 
-Three families. The ASGI ones describe the interface an HTTP server calls the application
+Four families. The ASGI ones describe the interface an HTTP server calls the application
 through: a connection's ``Scope``, the ``Message`` events it ``Receive``\\ s and ``Send``\\ s,
 and the ``ASGIApp`` that takes the three. The JSON ones describe what the wire carries once
 decoded: a ``JSONDict`` is a JSON object whose values have not been checked yet (the code
 that reads a field checks it), and a ``Result`` is the result object of a JSON-RPC answer.
-And a ``UserFunction`` is a function the user decorated, whose signature only its
-inspection at registration knows.
+A ``UserFunction`` is a function the user decorated, whose signature only its inspection at
+registration knows. And an ``Event`` is one change on a server's event stream, which an
+``EventListener`` hears: the subscription bus delivers events, the server's subscriptions
+and its endpoint hand them on, and the transports listen (they may not import ``server/``,
+so the names live here).
 
 ``Any`` stays in these aliases on purpose: ASGI leaves the values of a scope and a message to
 each event's own specification, a decoded JSON value is whatever the peer sent until it is
@@ -43,3 +46,9 @@ Result = JSONDict
 UserFunction = Callable[..., Any]
 #: A decorator's argument, handed back unchanged.
 UserFunctionT = TypeVar("UserFunctionT", bound=UserFunction)
+
+#: One change on a server's event stream, a small JSON object: ``{"type": "tools"}`` (a list
+#: changed), ``{"type": "updated", "uri": ...}`` (a resource changed), ...
+Event = JSONDict
+#: Hears each event, called on the event loop.
+EventListener = Callable[[Event], None]

@@ -43,7 +43,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from .._types import JSONDict
+from .._types import JSONDict, Scope
 from . import constants as c
 from .errors import (
     InsufficientScope,
@@ -143,7 +143,7 @@ class Request:
         target: Any = None,
         session: Session | None = None,
         ask: AskClient | None = None,
-        http: Mapping[str, Any] | None = None,
+        http: Scope | None = None,
     ) -> None:
         self.id = id
         self.method = method
@@ -256,7 +256,7 @@ class Dispatcher(Generic[C]):
         checks: Checks | None = None,
         session: Session | None = None,
         ask: AskClient | None = None,
-        http: Mapping[str, Any] | None = None,
+        http: Scope | None = None,
     ) -> Request:
         """A classified request, ready to execute; raises the :class:`MCPError` to answer."""
         method: str = message["method"]
@@ -390,7 +390,7 @@ class Dispatcher(Generic[C]):
         *,
         auth: Auth = ANONYMOUS,
         session: Session | None = None,
-        http: Mapping[str, Any] | None = None,
+        http: Scope | None = None,
     ) -> None:
         """Run what handles one client notification. Nothing is answered, so a failure is
         logged here (with a reference), never raised."""

@@ -1,8 +1,9 @@
 """The subscription bus: how a change made in one process reaches listeners in every one.
 
-A change (the tool list changed, a resource was updated) is an :data:`Event`, a small
-JSON-able dict. :meth:`SubscriptionBus.publish` delivers it to this process's listeners
-and to every other process on the same bus. Two buses ship with mcpserve:
+A change (the tool list changed, a resource was updated) is an event
+(:data:`mcpserve._types.Event`), a small JSON-able dict. :meth:`SubscriptionBus.publish`
+delivers it to this process's listeners and to every other process on the same bus. Two
+buses ship with mcpserve:
 
 * :class:`LocalBus`, the default: this process only, no dependencies.
 * :class:`~mcpserve.backends.redis.bus.RedisBus`: Redis pub/sub, so every worker and every
@@ -19,12 +20,11 @@ This module declares what a bus is; the buses that need more than this process l
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
+
+from .._types import Event, EventListener
 
 BUS_ENV = "MCPSERVE_BUS"
-Event = dict[str, Any]
-Deliver = Callable[[Event], None]
 
 
 def resource_updated(uri: str) -> Event:
@@ -34,7 +34,7 @@ def resource_updated(uri: str) -> Event:
 class SubscriptionBus(Protocol):
     """Carries events between the processes serving one MCP server."""
 
-    async def start(self, deliver: Deliver) -> None:
+    async def start(self, deliver: EventListener) -> None:
         """Begin delivering events (from any process) to ``deliver``, on this event loop."""
 
     async def publish(self, event: Event) -> None:
@@ -48,9 +48,9 @@ class LocalBus:
     """Events stay in this process."""
 
     def __init__(self) -> None:
-        self._deliver: Deliver | None = None
+        self._deliver: EventListener | None = None
 
-    async def start(self, deliver: Deliver) -> None:
+    async def start(self, deliver: EventListener) -> None:
         self._deliver = deliver
 
     async def publish(self, event: Event) -> None:

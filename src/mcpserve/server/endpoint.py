@@ -10,19 +10,17 @@ lifespan comes and goes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._types import JSONDict
+from .._types import EventListener, JSONDict, Scope
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
 if TYPE_CHECKING:
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
-
-Listener = Callable[[JSONDict], None]
 
 
 class ScopeDeclarations(Protocol):
@@ -38,7 +36,7 @@ class SubscriptionParts(Protocol):
     """What the event stream reads of a server's subscriptions."""
 
     @property
-    def sinks(self) -> set[Listener]: ...
+    def sinks(self) -> set[EventListener]: ...
 
     @property
     def on_stop(self) -> set[Callable[[], None]]: ...
@@ -47,14 +45,14 @@ class SubscriptionParts(Protocol):
 
     def end_all(self) -> None: ...
 
-    def end_served_by(self, tasks: Collection[asyncio.Task[Any]]) -> None: ...
+    def end_served_by(self, tasks: Collection[asyncio.Task[object]]) -> None: ...
 
 
 class HandshakeInitializer(Protocol):
     """What starts a handshake-era session: the server's pipeline (``pipeline.py``)."""
 
     async def handshake_initialize(
-        self, message: JSONDict, auth: Auth, http: Mapping[str, Any] | None
+        self, message: JSONDict, auth: Auth, http: Scope | None
     ) -> tuple[Session | None, JSONDict]: ...
 
 
@@ -106,15 +104,15 @@ class SubscriptionEvents:
 
     def __init__(self, subscriptions: SubscriptionParts) -> None:
         self._subscriptions = subscriptions
-        self._stops: dict[Listener, Callable[[], None]] = {}
+        self._stops: dict[EventListener, Callable[[], None]] = {}
 
-    def subscribe(self, listener: Listener, on_stop: Callable[[], None] | None = None) -> None:
+    def subscribe(self, listener: EventListener, on_stop: Callable[[], None] | None = None) -> None:
         self._subscriptions.sinks.add(listener)
         if on_stop is not None:
             self._stops[listener] = on_stop
             self._subscriptions.on_stop.add(on_stop)
 
-    def unsubscribe(self, listener: Listener) -> None:
+    def unsubscribe(self, listener: EventListener) -> None:
         self._subscriptions.sinks.discard(listener)
         on_stop = self._stops.pop(listener, None)
         if on_stop is not None:
@@ -123,7 +121,7 @@ class SubscriptionEvents:
     async def publish(self, event: JSONDict) -> None:
         await self._subscriptions.publish_now(event)
 
-    def end_listens(self, served_by: Collection[asyncio.Task[Any]] | None = None) -> None:
+    def end_listens(self, served_by: Collection[asyncio.Task[object]] | None = None) -> None:
         if served_by is None:
             self._subscriptions.end_all()
         else:
@@ -139,7 +137,7 @@ class HandshakeInitialize:
         self._server = server
 
     async def initialize(
-        self, message: JSONDict, auth: Auth, http: Mapping[str, Any] | None
+        self, message: JSONDict, auth: Auth, http: Scope | None
     ) -> tuple[Session | None, JSONDict]:
         return await self._server.pipeline.handshake_initialize(message, auth, http)
 

@@ -11,9 +11,9 @@ uvicorn's ``--proxy-headers`` with ``--forwarded-allow-ips``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import parse_qs
 
+from .._types import Scope
 from ..protocol.http_headers import decode_headers
 
 
@@ -41,7 +41,7 @@ class HTTPRequest:
         self.root_path = root_path
 
     @classmethod
-    def from_scope(cls, scope: Mapping[str, Any]) -> HTTPRequest:
+    def from_scope(cls, scope: Scope) -> HTTPRequest:
         client = scope.get("client")
         return cls(
             method=scope.get("method", "POST"),

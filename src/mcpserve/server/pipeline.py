@@ -17,10 +17,10 @@ It still passes through the middleware, like every other message, which may refu
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from .._types import JSONDict
+from .._types import JSONDict, Scope
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth, Dispatcher, Handler, Request, answered
 from ..protocol.errors import InvalidRequest, MCPError, error_from_exception
@@ -132,7 +132,7 @@ class Pipeline:
         )
 
     async def handshake_initialize(
-        self, message: JSONDict, auth: Auth = ANONYMOUS, http: Mapping[str, Any] | None = None
+        self, message: JSONDict, auth: Auth = ANONYMOUS, http: Scope | None = None
     ) -> tuple[Session | None, JSONDict]:
         """A handshake-era ``initialize``: the new session (None when refused) and the
         response, through the middleware when there is any, as every other message."""

@@ -24,12 +24,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from .._types import JSONDict
+from .._types import Event, EventListener, JSONDict
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InvalidParams, InvalidRequest
 from ..protocol.jsonrpc import RequestId
-from .bus import Event, SubscriptionBus
+from .bus import SubscriptionBus
 
 if TYPE_CHECKING:
     from .context.context import Context
@@ -131,7 +131,7 @@ class Subscriptions:
         self.queue_size = queue_size
         self.listeners: set[Listener] = set()
         #: Handshake-era sessions hear every event and pick what concerns them.
-        self.sinks: set[Callable[[Event], None]] = set()
+        self.sinks: set[EventListener] = set()
         #: Called by :meth:`end_all`: whoever keeps streams open that never end by themselves.
         self.on_stop: set[Callable[[], None]] = set()
         self.overflows = 0
@@ -185,7 +185,7 @@ class Subscriptions:
         for stop in list(self.on_stop):
             stop()
 
-    def end_served_by(self, tasks: Collection[asyncio.Task[Any]]) -> None:
+    def end_served_by(self, tasks: Collection[asyncio.Task[object]]) -> None:
         """End gracefully the listeners these request tasks serve (their client left)."""
         for listener in list(self.listeners):
             if listener.task is not None and listener.task in tasks:

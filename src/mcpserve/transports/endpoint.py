@@ -11,11 +11,11 @@ read only what is declared here. Those entry points also take anything with an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._types import JSONDict
+from .._types import EventListener, JSONDict, Scope
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
@@ -23,15 +23,12 @@ if TYPE_CHECKING:
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
 
-#: Hears each change on the server's event stream (a bus event), on the event loop.
-EventListener = Callable[[JSONDict], None]
-
 
 class HandshakeFront(Protocol):
     """The server's side of the handshake era: it answers ``initialize``."""
 
     async def initialize(
-        self, message: JSONDict, auth: Auth, http: Mapping[str, Any] | None
+        self, message: JSONDict, auth: Auth, http: Scope | None
     ) -> tuple[Session | None, JSONDict]:
         """The new session (None when refused) and the ``initialize`` response."""
         ...
@@ -54,7 +51,7 @@ class ServerEvents(Protocol):
         """Deliver ``event`` here and in every other process, before returning."""
         ...
 
-    def end_listens(self, served_by: Collection[asyncio.Task[Any]] | None = None) -> None:
+    def end_listens(self, served_by: Collection[asyncio.Task[object]] | None = None) -> None:
         """End open ``subscriptions/listen`` requests gracefully, each with its final result:
         those ``served_by`` these tasks, or all (and call every ``on_stop``)."""
         ...

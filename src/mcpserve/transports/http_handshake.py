@@ -33,7 +33,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .._types import JSONDict, Receive
+from .._types import JSONDict, Receive, Scope
 from .._types import Send as ASGISend
 from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
@@ -133,7 +133,7 @@ class HTTPHandshake:
         receive: Receive,
         send: ASGISend,
         *,
-        http: Mapping[str, Any] | None = None,
+        http: Scope | None = None,
     ) -> None:
         problem = _version_problem(headers)
         if problem is not None:
@@ -177,7 +177,7 @@ class HTTPHandshake:
         await send({"type": "http.response.body", "body": b""})
 
     async def _initialize(
-        self, message: JSONDict, auth: Auth, send: ASGISend, http: Mapping[str, Any] | None
+        self, message: JSONDict, auth: Auth, send: ASGISend, http: Scope | None
     ) -> None:
         started, response = await self._front.initialize(message, auth, http)
         if started is None:
@@ -200,7 +200,7 @@ class HTTPHandshake:
         auth: Auth,
         receive: Receive,
         send: ASGISend,
-        http: Mapping[str, Any] | None = None,
+        http: Scope | None = None,
     ) -> None:
         request_id = message["id"]
         if request_id in session.tasks:
@@ -243,7 +243,7 @@ class HTTPHandshake:
         session: HTTPSession,
         stream: EventStream,
         auth: Auth,
-        http: Mapping[str, Any] | None,
+        http: Scope | None,
     ) -> None:
         """One request, in its own task: the dispatcher's two steps, answered on ``stream``."""
         dispatcher = self.endpoint.dispatcher

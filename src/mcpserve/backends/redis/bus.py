@@ -21,8 +21,7 @@ from typing import Any
 import orjson
 
 from ..._extras import require
-from ..._types import JSONDict
-from ...server.bus import Deliver, Event
+from ..._types import Event, EventListener, JSONDict
 
 logger = logging.getLogger("mcpserve.bus")
 
@@ -49,9 +48,9 @@ class RedisBus:
         self._client: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._pubsub: Any = None
-        self._deliver: Deliver | None = None
+        self._deliver: EventListener | None = None
 
-    async def start(self, deliver: Deliver) -> None:
+    async def start(self, deliver: EventListener) -> None:
         import redis.asyncio as redis
         from redis.asyncio.retry import Retry
         from redis.backoff import ExponentialBackoff

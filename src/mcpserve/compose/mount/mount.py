@@ -30,8 +30,8 @@ from collections.abc import Container, Iterator
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from ..._types import JSONDict
-from ...server.bus import Event, resource_updated
+from ..._types import Event, JSONDict
+from ...server.bus import resource_updated
 from ...server.entries.tools import TOOL_NAME
 from .entries import Copier, Namespace
 from .listers import Listers
