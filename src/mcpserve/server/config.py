@@ -46,7 +46,8 @@ class ServerOptions(TypedDict, total=False):
     cache: CachePolicy | None
     page_size: int | None
     client_logging: bool
-    lifespan: Callable[[Any], AbstractAsyncContextManager[Any]] | None
+    #: Called with the server (any ``Server``: this module sits below it), yields the state.
+    lifespan: Callable[[Any], AbstractAsyncContextManager[object]] | None
     max_threads: int | None
     blocking_warning_seconds: float | None
     server_info_in_results: bool
