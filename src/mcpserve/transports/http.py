@@ -62,8 +62,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._types import JSONDict, Receive, Scope
-from .._types import Send as ASGISend
+from .._types import JSONDict, Receive, Scope, Send
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
 from ..protocol.core import ANONYMOUS, Auth
@@ -163,7 +162,7 @@ class HTTPApp:
             else None
         )
 
-    async def _other(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
@@ -172,7 +171,7 @@ class HTTPApp:
 
     # -- ASGI lifespan: runs the server's lifespan once per worker --------------------------------
 
-    async def _lifespan(self, receive: Receive, send: ASGISend) -> None:
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
@@ -199,7 +198,7 @@ class HTTPApp:
 
     # -- the ASGI entry point: one HTTP request -----------------------------------------------
 
-    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._other(scope, receive, send)
             return
@@ -348,7 +347,7 @@ class HTTPApp:
 
         return [insufficient_scope_challenge(needed)]
 
-    async def _metadata(self, method: str, send: ASGISend) -> None:
+    async def _metadata(self, method: str, send: Send) -> None:
         """The protected resource metadata: public, and readable from any web page."""
         assert self.resource_server is not None
         cors = [(b"access-control-allow-origin", b"*")]
@@ -373,7 +372,7 @@ class HTTPApp:
         headers: dict[bytes, bytes],
         auth: Auth,
         receive: Receive,
-        send: ASGISend,
+        send: Send,
     ) -> None:
         """A request, after the checks every POST gets: the dispatcher's two steps."""
         dispatcher = self.endpoint.dispatcher

@@ -33,8 +33,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .._types import JSONDict, Receive, Scope
-from .._types import Send as ASGISend
+from .._types import JSONDict, Receive, Scope, Send
 from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
 from ..protocol.core import Auth, answered, refuse_duplicate_id
@@ -131,7 +130,7 @@ class HTTPHandshake:
         headers: Mapping[str, str],
         auth: Auth,
         receive: Receive,
-        send: ASGISend,
+        send: Send,
         *,
         http: Scope | None = None,
     ) -> None:
@@ -177,7 +176,7 @@ class HTTPHandshake:
         await send({"type": "http.response.body", "body": b""})
 
     async def _initialize(
-        self, message: JSONDict, auth: Auth, send: ASGISend, http: Scope | None
+        self, message: JSONDict, auth: Auth, send: Send, http: Scope | None
     ) -> None:
         started, response = await self._front.initialize(message, auth, http)
         if started is None:
@@ -199,7 +198,7 @@ class HTTPHandshake:
         session: HTTPSession,
         auth: Auth,
         receive: Receive,
-        send: ASGISend,
+        send: Send,
         http: Scope | None = None,
     ) -> None:
         request_id = message["id"]
@@ -276,7 +275,7 @@ class HTTPHandshake:
         headers: Mapping[str, str],
         auth: Auth,
         receive: Receive,
-        send: ASGISend,
+        send: Send,
     ) -> None:
         """A GET (the standalone stream, or a resumed one) or a DELETE of a session."""
         problem = _version_problem(headers)
@@ -308,7 +307,7 @@ class HTTPHandshake:
             await send({"type": "http.response.body", "body": b""})
 
     async def _get(
-        self, session: HTTPSession, headers: Mapping[str, str], receive: Receive, send: ASGISend
+        self, session: HTTPSession, headers: Mapping[str, str], receive: Receive, send: Send
     ) -> None:
         """The standalone stream, or a stream resumed after ``Last-Event-ID``.
 
@@ -360,7 +359,7 @@ async def _pump(
     after: int | None,
     keepalive: float | None,
     receive: Receive,
-    send: ASGISend,
+    send: Send,
 ) -> None:
     """Stream events until the stream ends, is detached, or the client goes away.
 

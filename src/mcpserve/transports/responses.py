@@ -10,8 +10,7 @@ import asyncio
 import functools
 from collections.abc import Callable
 
-from .._types import JSONDict, Receive
-from .._types import Send as ASGISend
+from .._types import JSONDict, Receive, Send
 from ..protocol import constants as c
 from ..protocol.jsonrpc import dumps
 
@@ -43,7 +42,7 @@ class ResponseStream:
 
     def __init__(
         self,
-        send: ASGISend,
+        send: Send,
         sse_allowed: bool,
         keepalive_seconds: float,
         challenge: Challenge | None = None,
@@ -155,7 +154,7 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
 
 
 async def send_json(
-    send: ASGISend,
+    send: Send,
     status: int,
     payload: JSONDict,
     extra: list[tuple[bytes, bytes]] | None = None,
@@ -173,7 +172,7 @@ _FIXED_STATUS = frozenset({*BAD_REQUEST_CODES, c.METHOD_NOT_FOUND, c.INSUFFICIEN
 
 
 async def send_answer(
-    send: ASGISend,
+    send: Send,
     response: JSONDict,
     challenge: Challenge | None,
     chosen: int | None = None,
@@ -192,7 +191,7 @@ async def send_answer(
 
 
 async def send_json_bytes(
-    send: ASGISend, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+    send: Send, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     """An already serialized JSON body, status 200."""
     headers = [JSON_CONTENT_TYPE, (b"content-length", b"%d" % len(body)), *(extra or [])]
@@ -201,7 +200,7 @@ async def send_json_bytes(
 
 
 async def send_plain(
-    send: ASGISend, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     headers = [(b"content-length", str(len(body)).encode()), *(extra or [])]
     if body:

@@ -17,8 +17,7 @@ import asyncio
 import os
 from collections import deque
 
-from .._types import JSONDict
-from .._types import Send as ASGISend
+from .._types import JSONDict, Send
 from ..protocol.jsonrpc import dumps
 
 SSE_HEADERS = [
@@ -81,7 +80,7 @@ class EventStream:
         await self._wake.wait()
 
     async def pump(
-        self, send: ASGISend, after: int | None = None, keepalive: float | None = None
+        self, send: Send, after: int | None = None, keepalive: float | None = None
     ) -> bool:
         """Write events numbered above ``after`` (all, if None) until the stream finishes,
         is detached, or a newer connection takes over. True once everything was sent.
