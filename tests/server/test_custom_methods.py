@@ -166,6 +166,19 @@ async def test_custom_method_error_is_masked(connect: Any) -> None:
     assert "internal detail" not in info.value.message
 
 
+async def test_a_result_that_is_not_an_object_is_an_internal_error(connect: Any) -> None:
+    server = Server("t")
+
+    @server.method("acme/pairs")
+    def pairs() -> list[list[object]]:
+        return [["a", 1]]  # a list, even one dict() would turn into an object, is no result
+
+    async with connect(server) as client:
+        with pytest.raises(MCPError) as info:
+            await client.request("acme/pairs")
+    assert info.value.code == -32603
+
+
 async def test_custom_method_may_raise_an_mcp_error(connect: Any) -> None:
     server = Server("t")
 

@@ -62,4 +62,10 @@ class CustomMethod(FunctionEntry):
             return {}
         if isinstance(value, dict):
             return dict(value)
-        return dict(self.output.serialize(value))
+        serialized = self.output.serialize(value)
+        if not isinstance(serialized, dict):
+            raise TypeError(
+                f"{self.key} returned {type(value).__name__}: a custom method returns a dict, "
+                "a pydantic model or dataclass, or None"
+            )
+        return serialized
