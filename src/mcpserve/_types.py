@@ -35,8 +35,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: A decoded JSON object whose values are not checked yet.
 JSONDict = dict[str, Any]
-#: A decoded JSON value of any kind (object, array, string, number, boolean or null), not
-#: checked yet.
+#: A decoded JSON value whose shape is not checked yet: an object, array, string, number,
+#: boolean or null that a peer sent (or a value read out of a :data:`JSONDict`), until the
+#: code that reads it checks it. A value the package makes itself is not one: it is typed
+#: ``object``, or precisely.
 JSONValue = Any
 #: The ``result`` object of a JSON-RPC answer (``tools/call``'s ``{"content": ...}``, ...).
 Result = JSONDict

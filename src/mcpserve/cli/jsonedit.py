@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import re
 
-from .._types import JSONValue
-
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 
@@ -67,11 +65,11 @@ def _line_indent(text: str, index: int) -> str:
     return re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
 
 
-def _render(value: JSONValue, indent: str, unit: str) -> str:
+def _render(value: object, indent: str, unit: str) -> str:
     return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", "\n" + indent)
 
 
-def set_member(text: str, keys: list[str], value: JSONValue) -> str:
+def set_member(text: str, keys: list[str], value: object) -> str:
     """``text`` (a JSON object) with ``document[keys[0]]...[keys[-1]] = value``.
 
     Objects on the way that are missing are created; the ones there must be objects (the
@@ -97,7 +95,7 @@ def set_member(text: str, keys: list[str], value: JSONValue) -> str:
 
 
 def _insert(
-    text: str, start: int, found: list[Member], close: int, key: str, value: JSONValue, unit: str
+    text: str, start: int, found: list[Member], close: int, key: str, value: object, unit: str
 ) -> str:
     if not found:  # an empty object: lay it out afresh, one level in from its line
         outer = _line_indent(text, start)
@@ -113,7 +111,7 @@ def _insert(
     return text[: last.value_end] + body + text[last.value_end :]
 
 
-def new_document(keys: list[str], value: JSONValue) -> str:
+def new_document(keys: list[str], value: object) -> str:
     """A whole new file holding only ``value`` at ``keys``, indented by two spaces."""
     for name in reversed(keys):
         value = {name: value}

@@ -30,12 +30,12 @@ from .._types import JSONDict, JSONValue
 from .arguments import describe
 
 
-def dumps(value: JSONValue) -> str:
+def dumps(value: object) -> str:
     """JSON for people: indented by two, non-ASCII kept."""
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def show_json(value: JSONValue) -> None:
+def show_json(value: object) -> None:
     click.echo(dumps(value))
 
 

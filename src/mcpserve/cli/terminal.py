@@ -118,7 +118,7 @@ def _without_null(field: JSONDict) -> JSONDict:
     return field
 
 
-def ask_field(name: str, field: JSONDict, required: bool) -> JSONValue:
+def ask_field(name: str, field: JSONDict, required: bool) -> object:
     """One form field, prompted for by its type; ``None`` for an optional one left empty."""
     field = _without_null(field)
     label = field.get("title") or name

@@ -241,7 +241,7 @@ class Question:
     def required_capabilities(self) -> JSONDict:
         return self.needed
 
-    def parse(self, raw: JSONValue) -> JSONValue:
+    def parse(self, raw: JSONValue) -> object:
         return raw if isinstance(raw, dict) else MISSING  # the upstream checks the rest
 
 

@@ -364,7 +364,7 @@ class OutputSpec:
     def __repr__(self) -> str:
         return f"OutputSpec(structured={self.structured!r}, schema={self.schema!r})"
 
-    def serialize(self, value: object) -> JSONValue:
+    def serialize(self, value: object) -> object:
         """A JSON-able copy of ``value``, checked against the return annotation when that has
         a schema (raises pydantic.ValidationError if it does not fit)."""
         if self._check:
