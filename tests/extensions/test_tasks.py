@@ -768,7 +768,7 @@ async def test_sqlite_tasks_survive_a_restart(tmp_path: Path) -> None:
 
 def test_a_store_is_named_by_url() -> None:
     from mcpserve import RedisTaskStore, SQLiteTaskStore
-    from mcpserve.extensions.tasks.runner import task_store_from_url
+    from mcpserve.backends.task_stores import task_store_from_url
 
     assert isinstance(task_store_from_url("memory://", namespace="n"), MemoryTaskStore)
     relative = task_store_from_url("sqlite:///tasks.db", namespace="n")

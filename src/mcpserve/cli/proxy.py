@@ -176,6 +176,7 @@ def _build(
     protocol_version: str | None,
 ) -> Any:
     from ..proxy import Upstream, gateway_server, proxy_server
+    from ..server.server import Server
 
     if upstream and (named or config):
         raise Mistake("Give one UPSTREAM, or --upstream/--config for a gateway")
@@ -184,6 +185,7 @@ def _build(
         try:
             return proxy_server(
                 target,
+                server_class=Server,
                 name=name or "proxy",
                 headers=headers or None,
                 env=env or None,
@@ -207,6 +209,6 @@ def _build(
             "--upstream NAME=TARGET, or --config FILE"
         )
     try:
-        return gateway_server(members, name=name or "gateway")
+        return gateway_server(members, server_class=Server, name=name or "gateway")
     except ValueError as exc:  # a NAME that cannot be a namespace
         raise Mistake(str(exc)) from None

@@ -34,20 +34,37 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from typing_extensions import Unpack
 
 from .._types import JSONDict, Result
 from ..server.entries.entry import InvalidArguments
-from ..server.entries.tools import TOOL_NAME, RawSchema, error_result
+from ..server.entries.kinds import TOOL_NAME, error_result
+from ..server.schema.raw import RawSchema
 
 if TYPE_CHECKING:
-    from ..extensions.tasks.runner import Tasks
     from ..server.context.context import Context
     from ..server.entries.kinds import TaskMode, ToolEntry
     from ..server.registry import Registry
-    from .mount.mount import Mounts
+
+
+class TaskCaller(Protocol):
+    """The tasks extension, as a transformed task tool calls it (``extensions/tasks``)."""
+
+    def call(self, tool: Any, arguments: Any, ctx: Context) -> Awaitable[dict[str, Any]]: ...
+
+
+class ToolOwner(Protocol):
+    """A mounted server, as the owner of a tool the parent transforms (``mount/mount.py``)."""
+
+    def transform_tool(self, name: str, transform: ToolTransform) -> ToolEntry: ...
+
+
+class ToolOwners(Protocol):
+    """A server's mounts, asked which owns a tool."""
+
+    def owner_of_tool(self, name: str) -> ToolOwner | None: ...
 
 
 class ToolChanges(TypedDict, total=False):
@@ -120,7 +137,7 @@ class TransformedTool:
         self.header_params = {p: h for p, h in inner.header_params.items() if p in shown}
         self.header_types = {p: t for p, t in inner.header_types.items() if p in shown}
         #: The tasks of a task tool: a call starts a task of the transformed tool.
-        self.tasks: Tasks | None = getattr(inner, "tasks", None) if inner.task_mode else None
+        self.tasks: TaskCaller | None = getattr(inner, "tasks", None) if inner.task_mode else None
 
     def __repr__(self) -> str:
         return f"TransformedTool({self.key!r}, {self.inner!r})"
@@ -290,7 +307,7 @@ def _check_value(
 
 
 def transform_tool(
-    registry: Registry, mounts: Mounts | None, name: str, changes: ToolChanges
+    registry: Registry, mounts: ToolOwners | None, name: str, changes: ToolChanges
 ) -> ToolEntry:
     """``server.transform_tool``: replace the tool ``name`` (local or mounted) with its
     transformation, in its place in the list."""

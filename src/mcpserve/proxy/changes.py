@@ -32,14 +32,13 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._types import JSONDict
 from ..protocol.errors import MCPError
 
 if TYPE_CHECKING:
     from ..client.client import Client
-    from .mirror import ListSource, Mirror
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
@@ -63,11 +62,26 @@ def spawn(work: Coroutine[Any, Any, None], tasks: set[asyncio.Task[None]]) -> as
     return task
 
 
+class ListSource(Protocol):
+    """Where a list is read: the upstream's connection, or a handshake-era session."""
+
+    #: Whether it speaks the handshake era (its tools' output schemas come wrapped).
+    legacy: bool
+
+    async def request(self, method: str, params: JSONDict) -> Any: ...
+
+
+class ListLoader(Protocol):
+    """What reads a list again from the upstream (``mirror.py``'s ``Mirror``)."""
+
+    async def load(self, kind: str, source: ListSource | None = None) -> None: ...
+
+
 class Changes:
     """Upstream changes, carried to the proxy's registry and subscription bus."""
 
     def __init__(
-        self, upstream: Upstream, mirror: Mirror, publish: Callable[[str], Awaitable[None]]
+        self, upstream: Upstream, mirror: ListLoader, publish: Callable[[str], Awaitable[None]]
     ) -> None:
         self.upstream = upstream
         self.mirror = mirror

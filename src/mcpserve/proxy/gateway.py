@@ -2,7 +2,7 @@
 
 ::
 
-    gateway = gateway_server({"billing": "https://billing.example/mcp",
+    gateway = Server.gateway({"billing": "https://billing.example/mcp",
                               "files": "python files.py"})
 
 is a plain :class:`~mcpserve.Server` with one proxy (:func:`~.proxy.proxy_server`) mounted
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._types import JSONDict
-from ..server.server import Server
+from .host import H, ProxyHost, ServerClass
 from .proxy import SUBSCRIBING, Proxy, proxy_server, subscribed_uris
 from .upstream import Upstream, UpstreamTarget
 
@@ -39,9 +39,10 @@ if TYPE_CHECKING:
 def gateway_server(
     upstreams: Mapping[str, UpstreamTarget | Upstream],
     *,
+    server_class: ServerClass[H],
     name: str = "gateway",
     **server_options: Any,
-) -> Server:
+) -> H:
     """A server serving every upstream of ``upstreams`` under its name as a namespace.
 
     Each value is what :func:`~.proxy.proxy_server` takes: a URL, a command or a
@@ -50,21 +51,22 @@ def gateway_server(
     """
     if not upstreams:
         raise ValueError("A gateway needs at least one upstream")
-    gateway: Server = Server(name, **server_options)
+    gateway = server_class(name, **server_options)
     for namespace, upstream in upstreams.items():
-        gateway.mount(proxy_server(upstream, name=namespace), namespace=namespace)
+        proxy = proxy_server(upstream, server_class=server_class, name=namespace)
+        gateway.mount(proxy, namespace=namespace)
     relay_subscriptions(gateway)
     return gateway
 
 
-def relay_subscriptions(parent: Server) -> None:
+def relay_subscriptions(parent: ProxyHost) -> None:
     """Pass the subscriptions ``parent``'s clients make on to the proxies mounted in it."""
 
     async def relay(ctx: Context, call_next: CallNext) -> JSONDict:
         uris = subscribed_uris(ctx)
         if uris:
             for mount in parent.mounts:
-                proxy = mount.server.lifespan_state
+                proxy = mount.server.runtime.lifespan_state
                 if not isinstance(proxy, Proxy):
                     continue
                 theirs = [mount.namespace.child_uri(uri) for uri in uris]

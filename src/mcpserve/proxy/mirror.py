@@ -25,11 +25,12 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._types import JSONDict, JSONValue
 from ..protocol.errors import MCPError
 from ..protocol.handshake import handshake_tool
+from .changes import ListSource
 from .entries import (
     ForwardedCompleter,
     ForwardedPrompt,
@@ -49,15 +50,6 @@ if TYPE_CHECKING:
     from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
-
-
-class ListSource(Protocol):
-    """Where a list is read: the upstream's connection, or a handshake-era session."""
-
-    #: Whether it speaks the handshake era (its tools' output schemas come wrapped).
-    legacy: bool
-
-    async def request(self, method: str, params: JSONDict) -> JSONValue: ...
 
 
 #: The lists the proxy mirrors, by the capability that offers them.

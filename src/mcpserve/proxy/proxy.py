@@ -22,9 +22,9 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._types import JSONDict
-from ..server.server import Server
 from .changes import Changes
 from .forwarding import Forwarder
+from .host import H, ProxyHost, ServerClass
 from .mirror import Mirror
 from .upstream import Upstream, UpstreamTarget
 
@@ -51,7 +51,7 @@ _IGNORED = frozenset(
 class Proxy:
     """What makes a server a proxy: its upstream, and the parts that follow it."""
 
-    def __init__(self, server: Server[Proxy], upstream: Upstream) -> None:
+    def __init__(self, server: ProxyHost, upstream: Upstream) -> None:
         self.server = server
         self.upstream = upstream
         self.forwarder = Forwarder(upstream)
@@ -64,7 +64,7 @@ class Proxy:
         self.forwarder.sessions.on_notification = self.heard_in_session
 
     @asynccontextmanager
-    async def lifespan(self, server: Server[Proxy]) -> AsyncIterator[Proxy]:
+    async def lifespan(self, server: ProxyHost) -> AsyncIterator[Proxy]:
         await self.upstream.connect()
         if server.settings.instructions is None:
             server.settings.instructions = self.upstream.instructions
@@ -158,6 +158,7 @@ def subscribed_uris(ctx: Context) -> list[str]:
 def proxy_server(
     upstream: UpstreamTarget | Upstream,
     *,
+    server_class: ServerClass[H],
     name: str = "proxy",
     headers: dict[str, str] | None = None,
     http_auth: httpx2.Auth | None = None,
@@ -167,8 +168,9 @@ def proxy_server(
     protocol_version: str | None = None,
     connect_timeout: float = 30.0,
     **server_options: Any,
-) -> Server[Proxy]:
-    """A server serving ``upstream``'s tools, resources, templates, prompts and completions.
+) -> H:
+    """A server (made with ``server_class``) serving ``upstream``'s tools, resources, templates,
+    prompts and completions.
 
     ``upstream`` is a URL (Streamable HTTP), a command (a string, split as a shell would,
     or a list: stdio), a :class:`~mcpserve.Server` in this process, or an
@@ -192,7 +194,7 @@ def proxy_server(
             connect_timeout=connect_timeout,
         )
     server_options.setdefault("client_logging", True)  # the upstream's logs pass through
-    server: Server[Proxy] = Server(name, **server_options)
+    server = server_class(name, **server_options)
     proxy = Proxy(server, upstream)
     server.lifespan = proxy.lifespan
     return server

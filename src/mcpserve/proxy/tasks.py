@@ -34,6 +34,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from .._types import JSONDict, JSONValue
+from ..extensions.tasks.runner import running_task_of
 from ..protocol.errors import MCPError
 from ..server.context.rounds import MISSING, required_capabilities
 from .entries import ForwardedTool
@@ -80,7 +81,7 @@ class ForwardedTaskTool(ForwardedTool):
         if result.get("resultType") == "task":
             follower = Follower(self.forwarder, result, ctx)
             await ctx.start_task(follower.status_message)
-            follower.running = ctx.task
+            follower.running = running_task_of(ctx)
             result = await follower.outcome()
         return result
 

@@ -207,7 +207,7 @@ class Upstream:
 
     def _new_client(self, *, lean: bool = False, **overrides: Any) -> Client:
         from ..client.client import Client
-        from ..server.server import Server
+        from ..client.connections import is_in_process_server
 
         options: dict[str, Any] = {  # keyword arguments of Client
             "capabilities": RELAYED_CAPABILITIES,
@@ -219,7 +219,7 @@ class Upstream:
             **overrides,
         }
         target = self.target
-        if isinstance(target, Server):
+        if is_in_process_server(target):
             return Client(target, **options)
         if lean:
             from .link import LeanHTTPConnection
@@ -302,12 +302,12 @@ class Upstream:
         """Whether handshake-era sessions of their own may be opened for handshake-era
         clients: the upstream is a URL or a command, its era was not pinned, and
         ``max_sessions`` allows some."""
-        from ..server.server import Server
+        from ..client.connections import is_in_process_server
 
         return (
             self.protocol_version is None
             and self.max_sessions > 0
-            and not isinstance(self.target, Server)
+            and not is_in_process_server(self.target)
         )
 
     async def open_session(

@@ -160,7 +160,7 @@ class ServerConfig:
     def task_store(self) -> TaskStore:
         """``task_store=`` (a store or a URL), else ``$MCPSERVE_TASK_STORE``, else the shared
         Redis when there is one, else this process's memory."""
-        from ..extensions.tasks.runner import task_store_from_url
+        from ..backends.task_stores import task_store_from_url
 
         chosen = self.options.get("task_store")
         if chosen is None:

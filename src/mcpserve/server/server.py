@@ -514,14 +514,14 @@ class Server(Generic[StateT]):
         made when the proxy starts, carries every call; ``docs/proxy.md`` has the options.
         """
         build: Callable[..., Server[Any]] = _proxies().proxy_server
-        return build(upstream, **options)
+        return build(upstream, server_class=cls, **options)
 
     @classmethod
     def gateway(cls, upstreams: Mapping[str, Any], **options: Any) -> Server[Any]:
         """Several servers behind one endpoint: a proxy of each upstream (``{"billing": URL,
         "files": "python files.py"}``) mounted under its name (``docs/proxy.md``)."""
         build: Callable[..., Server[Any]] = _proxies().gateway_server
-        return build(upstreams, **options)
+        return build(upstreams, server_class=cls, **options)
 
     # -- extending: custom methods, notification handlers, middleware -------------------
 

@@ -8,7 +8,8 @@ lister the parent registers later joins the combination rather than replacing it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ..._types import JSONDict
 from ...protocol.core import answered
@@ -16,17 +17,33 @@ from ...server.context.context import Context
 from ...server.entries.resource_lister import ResourceLister
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from ...server.entries.kinds import Entry
-    from ...server.registry import ListKind
-    from ...server.server import Server
-    from .mount import Mount
+    from ...server.registry import ListKind, Registry
+    from .entries import Namespace
+
+
+class ListingParent(Protocol):
+    """What the combined lister reads of the parent server."""
+
+    registry: Registry
+
+    def thread_pool(self) -> ThreadPoolExecutor: ...
+
+
+class ListingMount(Protocol):
+    """What it reads of each mount (``mount.py``'s ``Mount``)."""
+
+    lister: Entry | None
+    namespace: Namespace
 
 
 class Listers:
     """``resources/list`` of a parent whose mounted servers list resources of their own: the
     parent's lister (if any), then each mounted one's, their URIs rewritten."""
 
-    def __init__(self, parent: Server, mounts: list[Mount]) -> None:
+    def __init__(self, parent: ListingParent, mounts: Sequence[ListingMount]) -> None:
         self.registry = parent.registry
         self.mounts = mounts
         self._pool = parent.thread_pool

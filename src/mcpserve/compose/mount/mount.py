@@ -27,25 +27,57 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Container, Iterator
-from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._types import Event, JSONDict
 from ...server.bus import resource_updated
-from ...server.entries.tools import TOOL_NAME
+from ...server.entries.kinds import TOOL_NAME
 from .entries import Copier, Namespace
 from .listers import Listers
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ...extensions.skills.extension import Skills
     from ...extensions.skills.skill import Skill
+    from ...extensions.tasks.runner import Tasks
     from ...server.entries.kinds import Entry
     from ...server.entries.tools import Tool
     from ...server.middleware import Middleware
-    from ...server.registry import CompletionKey, ListKind
-    from ...server.server import Server
+    from ...server.registry import CompletionKey, ListKind, Registry
+    from ...server.runtime import Runtime
+    from ...server.subscriptions import Subscriptions
     from ..transform import ToolTransform
 
 logger = logging.getLogger("mcpserve.mounting")
+
+
+class Mountable(Protocol):
+    """What mounting reads of a server, parent or child (``mcpserve.Server`` is one)."""
+
+    name: str
+    registry: Registry
+    runtime: Runtime
+    subscriptions: Subscriptions
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]: ...
+
+    @property
+    def running_count(self) -> int: ...
+
+    @property
+    def skills(self) -> Skills | None: ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]: ...
+
+    def thread_pool(self) -> ThreadPoolExecutor: ...
+
+    def use_skills(self) -> Skills: ...
+
+    def use_tasks(self) -> Tasks: ...
+
 
 _KINDS = ("tools", "prompts", "resources", "templates", "completers")
 
@@ -55,8 +87,8 @@ class Mount:
 
     def __init__(
         self,
-        parent: Server,
-        server: Server,
+        parent: Mountable,
+        server: Mountable,
         namespace: str | None,
         *,
         middleware: list[Middleware],
@@ -395,12 +427,14 @@ class Mount:
 class Mounts:
     """The servers mounted in one server, in mount order."""
 
-    def __init__(self, parent: Server) -> None:
+    def __init__(self, parent: Mountable) -> None:
         self.parent = parent
         self.mounts: list[Mount] = []
         self.listers = Listers(parent, self.mounts)
 
-    def add(self, server: Server, namespace: str | None, *, middleware: list[Middleware]) -> Mount:
+    def add(
+        self, server: Mountable, namespace: str | None, *, middleware: list[Middleware]
+    ) -> Mount:
         parent = self.parent
         if server is parent or any(below is parent for below in _below(server)):
             raise ValueError(
@@ -438,7 +472,7 @@ class Mounts:
             raise
 
 
-def _below(server: Server) -> Iterator[Server]:
+def _below(server: Mountable) -> Iterator[Mountable]:
     for mount in server.mounts:
         yield mount.server
         yield from _below(mount.server)

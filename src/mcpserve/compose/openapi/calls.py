@@ -31,7 +31,8 @@ from ..._content import json_text, text
 from ..._types import JSONDict
 from ...protocol.errors import ToolError
 from ...server.context.context import Context
-from ...server.entries.tools import RawSchema, Tool
+from ...server.entries.tools import Tool
+from ...server.schema.raw import RawSchema
 from .arguments import Plan
 
 #: How much of an error's body the model sees.

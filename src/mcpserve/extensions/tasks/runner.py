@@ -162,6 +162,12 @@ class RunningTask:
         await self.tasks.changed(self.record)
 
 
+def running_task_of(ctx: Context) -> RunningTask | None:
+    """The task this call runs as in this process, once it became one."""
+    task = ctx.task
+    return task if isinstance(task, RunningTask) else None
+
+
 class Tasks:
     """The tasks extension of one server: starting and running tasks, and the ``tasks/*``
     methods that read, answer and cancel them."""
@@ -287,26 +293,26 @@ class Tasks:
         try:
             result = await tool.work(arguments, ctx)
         except asyncio.CancelledError:
-            if ctx.task is None:
+            if (running := running_task_of(ctx)) is None:
                 raise
-            await ctx.task.finish("cancelled")
+            await running.finish("cancelled")
             return None
         except MCPError as exc:
-            if ctx.task is None:
+            if (running := running_task_of(ctx)) is None:
                 raise
-            await ctx.task.finish("failed", error=exc)
+            await running.finish("failed", error=exc)
             return None
         except Exception:
-            if ctx.task is None:
+            if (running := running_task_of(ctx)) is None:
                 raise
             ref = new_ref()
-            logger.exception("Task %s failed (ref %s)", ctx.task.record.task_id, ref)
-            await ctx.task.finish("failed", error=InternalError(f"Internal error (ref {ref})"))
+            logger.exception("Task %s failed (ref %s)", running.record.task_id, ref)
+            await running.finish("failed", error=InternalError(f"Internal error (ref {ref})"))
             return None
         finally:
-            if ctx.task is not None:
-                self.running.pop(ctx.task.record.task_id, None)
-        running = ctx.task
+            if (running := running_task_of(ctx)) is not None:
+                self.running.pop(running.record.task_id, None)
+        running = running_task_of(ctx)
         if running is None:
             return result
         if result.get("resultType") == "input_required":
@@ -410,22 +416,3 @@ class TaskTool(Tool):
 
     async def work(self, arguments: Any, ctx: Context) -> Result:
         return await answered(Tool.run(self, arguments, ctx))
-
-
-def task_store_from_url(url: str, *, namespace: str) -> TaskStore:
-    """The store a URL names: ``memory://``, ``sqlite:///path/to/tasks.db`` or
-    ``redis://host:port/db`` (keys under ``namespace``)."""
-    if url in ("", "memory://", "memory"):
-        return MemoryTaskStore()
-    if url.startswith("sqlite://"):
-        from ...backends.sqlite.tasks import SQLiteTaskStore
-
-        rest = url.removeprefix("sqlite://")  # sqlite:///relative.db, sqlite:////absolute.db
-        if not rest.startswith("/") or len(rest) < 2:
-            raise ValueError("sqlite:// needs a path: sqlite:///tasks.db, sqlite:////var/tasks.db")
-        return SQLiteTaskStore(rest[1:])
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from ...backends.redis.tasks import RedisTaskStore
-
-        return RedisTaskStore(url, namespace=namespace)
-    raise ValueError(f"Unknown task store {url[:60]!r}: use memory://, sqlite:///path or redis://")

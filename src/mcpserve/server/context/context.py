@@ -20,7 +20,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from typing_extensions import TypeVar
 
@@ -30,12 +30,21 @@ from ...protocol.capabilities import missing_capabilities
 from ...protocol.core import Auth, Request
 from ...protocol.errors import InsufficientScope
 from ...protocol.jsonrpc import RequestId, notification
-from .rounds import Rounds
+from .rounds import InputRequest, Rounds
 
 _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 
+
+class RunningTask(Protocol):
+    """The task a call runs as (the tasks extension's, ``extensions/tasks/runner.py``):
+    where its questions and progress go instead of the client."""
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]: ...
+
+    async def progress(self, message: str) -> None: ...
+
+
 if TYPE_CHECKING:
-    from ...extensions.tasks.runner import RunningTask
     from ..http_request import HTTPRequest
     from ..runtime import Runtime
     from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
@@ -321,7 +330,7 @@ class Context(Generic[StateT]):
             return await self.task.ask(requests)
         if self.request.ask is not None:
             # Handshake era: real requests to the client, over the transport's session.
-            from ..handshake import ask_client
+            from .session_questions import ask_client
 
             return await ask_client(self, requests)
         return self.rounds.ask(requests)

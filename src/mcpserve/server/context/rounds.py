@@ -36,10 +36,27 @@ from ...protocol.errors import InvalidParams, MissingClientCapability
 from ...protocol.records import Record
 
 if TYPE_CHECKING:
+    from ...protocol.core import Request
     from ...protocol.request_state import Binding
-    from .context import Context
+    from ..runtime import Runtime
 
 logger = logging.getLogger("mcpserve.state")
+
+
+class Asking(Protocol):
+    """What the rounds of a request read of its context (``context.py``)."""
+
+    runtime: Runtime
+
+    @property
+    def request(self) -> Request: ...
+
+    @property
+    def principal(self) -> str | None: ...
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+
 
 #: What an input request's ``parse`` returns for an answer it cannot use.
 MISSING: Any = object()
@@ -126,7 +143,7 @@ class Rounds:
         "target",
     )
 
-    def __init__(self, ctx: Context, target: str, arguments: Any, sealed: bool = True) -> None:
+    def __init__(self, ctx: Asking, target: str, arguments: Any, sealed: bool = True) -> None:
         method = ctx.request.method
         if method not in c.INPUT_REQUIRED_METHODS:
             raise RuntimeError(

@@ -14,11 +14,13 @@ reads these protocols, never a class, so every implementation is served alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from typing_extensions import TypeIs
 
+from ..._content import text
 from ..._types import JSONDict, Result
 
 if TYPE_CHECKING:
@@ -27,6 +29,15 @@ if TYPE_CHECKING:
     from .uri_template import URITemplate
 
 TaskMode = Literal["optional", "required"]
+
+
+#: What a tool's name may be: 1 to 128 of A-Z, a-z, 0-9, "_", "-" and ".".
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def error_result(message: str) -> dict[str, Any]:
+    """A tool's answer that it failed: ``isError`` with the message as its text."""
+    return {"content": [text(message)], "isError": True}
 
 
 class Entry(Protocol):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from .resources import CachePolicy
 
 if TYPE_CHECKING:
-    from ...extensions.apps import App
+    from .kinds import ResourceEntry
 
 
 class Options(TypedDict, total=False):
@@ -44,7 +44,7 @@ class ToolOptions(Options, total=False):
     #: ``ctx.set_raw_request_state`` out; nothing verified).
     request_state: Literal["sealed", "handler"]
     #: The MCP App (``server.app(...)``, or its ``ui://`` URI) that shows the tool's results.
-    app: App | str
+    app: ResourceEntry | str
     #: Who may call the tool where apps are shown: "model", "app" (default: both).
     visibility: Iterable[Literal["model", "app"]]
 

@@ -17,7 +17,6 @@ Failures split three ways (``docs/decisions.md``, "Tool errors"):
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +31,10 @@ from ...protocol.header_annotations import header_annotations
 from ...protocol.records import Record
 from ..context.context import Context
 from ..context.rounds import REQUEST_STATE_KEEPERS, RequestStateKeeper
+from ..schema.raw import RawSchema
 from ..schema.signature import inspect_output, unchecked_output
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
-from .kinds import TaskMode
+from .kinds import TOOL_NAME, TaskMode, error_result
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
     from ...compose.transform import ToolChanges, TransformedTool
 
 logger = logging.getLogger("mcpserve")
-
-TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 class ToolResult(Record):
@@ -75,10 +73,6 @@ class ToolResult(Record):
         if self.meta:
             result["_meta"] = dict(self.meta)
         return result
-
-
-def error_result(message: str) -> JSONDict:
-    return {"content": [text(message)], "isError": True}
 
 
 class Tool(FunctionEntry):
@@ -266,39 +260,6 @@ class Tool(FunctionEntry):
             why,
         )
         return InternalError(f"Tool {name} returned an invalid result (ref {ref})")
-
-
-DIALECT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-
-
-class RawSchema:
-    """A hand-written JSON Schema: checked at registration, enforced on every call.
-
-    Only the 2020-12 dialect is supported, and ``$ref`` never leaves the document: no
-    retrieval is configured (``docs/decisions.md``, "Schemas").
-    """
-
-    def __init__(self, tool: str, schema: JSONDict) -> None:
-        import jsonschema
-
-        dialect = schema.get("$schema", DIALECT_2020_12)
-        if dialect.rstrip("#") != DIALECT_2020_12:
-            raise ValueError(
-                f"Tool {tool!r}: JSON Schema dialect {dialect!r} is not supported; "
-                f"use {DIALECT_2020_12}"
-            )
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"Tool {tool!r}: invalid JSON Schema: {exc.message}") from None
-        self._validator = jsonschema.Draft202012Validator(schema)
-
-    def problems(self, instance: Any) -> list[str]:
-        """Why ``instance`` does not fit, one entry per problem (empty when it fits)."""
-        errors = sorted(self._validator.iter_errors(instance), key=lambda e: list(e.path))[:10]
-        return [
-            f"{'.'.join(map(str, error.path)) or 'arguments'}: {error.message}" for error in errors
-        ]
 
 
 def _is_call_tool_result(value: Any) -> bool:
