@@ -108,7 +108,7 @@ def raised(blocked: str, body: str) -> tuple[str, str]:
         ),
         (
             "opentelemetry",
-            'from mcpserve import Server\nServer("t", tracing=True).dispatcher',
+            'from mcpserve import Server\nServer("t", tracing=True).pipeline.dispatcher()',
             "Server(tracing=True) needs opentelemetry-api, which the otel extra installs: "
             'pip install "mcpserve[otel]"',
         ),

@@ -363,7 +363,7 @@ def test_shown_output_must_be_what_the_server_answers(workdir: Path) -> None:
 
 def test_a_call_shape_must_match_the_signature(workdir: Path) -> None:
     shape = '~~~python signature\nServer(name, version="0.1.0", *, {rest})\n~~~\n'
-    names = list(ServerOptions.__annotations__)  # Server(name, version, **ServerOptions)
+    names = ["lifespan", *ServerOptions.__annotations__]  # then **options: ServerOptions
     run_page(workdir, shape.format(rest=", ".join(f"{name}=..." for name in names)))
     with pytest.raises(AssertionError, match="Server is documented as"):
         run_page(workdir, shape.format(rest=", ".join(f"{name}=..." for name in names[1:])))

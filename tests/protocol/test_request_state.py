@@ -591,7 +591,7 @@ async def test_servers_sharing_environment_keys_open_each_others_state(connect, 
 def test_explicit_state_keys_win_over_the_environment(monkeypatch):
     monkeypatch.setenv("MCPSERVE_STATE_KEYS", f"env1:{b64(os.urandom(32))}")
     server = Server("state", state_keys=[key("explicit")])
-    state = server.state_sealer.seal(Binding.of("tools/call", "t", {}, None), {}, round_number=1)
+    state = server.runtime.sealer.seal(Binding.of("tools/call", "t", {}, None), {}, round_number=1)
     assert state.startswith("v1.explicit.")
 
 
@@ -618,20 +618,20 @@ def test_generated_key_seals_and_opens():
 
 def test_several_processes_need_shared_keys():
     with pytest.raises(RuntimeError, match="MCPSERVE_STATE_KEYS"):
-        Server("state").require_shared_state_keys(2)
+        Server("state").runtime.require_shared_state_keys(2)
 
 
 def test_one_process_needs_no_shared_keys():
-    Server("state").require_shared_state_keys(1)
+    Server("state").runtime.require_shared_state_keys(1)
 
 
 def test_several_processes_are_fine_with_explicit_keys():
-    Server("state", state_keys=[key("k1")]).require_shared_state_keys(2)
+    Server("state", state_keys=[key("k1")]).runtime.require_shared_state_keys(2)
 
 
 def test_several_processes_are_fine_with_environment_keys(monkeypatch):
     monkeypatch.setenv("MCPSERVE_STATE_KEYS", generate_key())
-    Server("state").require_shared_state_keys(4)
+    Server("state").runtime.require_shared_state_keys(4)
 
 
 # --------------------------------------------------------------------------- two processes

@@ -222,7 +222,7 @@ async def sans_io(
 ) -> dict[str, Any]:
     """A request inside ``session``, through the dispatcher's two steps, with the answer
     validated as legacy."""
-    dispatcher = server.dispatcher
+    dispatcher = server.pipeline.dispatcher()
     try:
         prepared = dispatcher.prepare(message, session=session, send=send)
     except MCPError as exc:

@@ -247,7 +247,7 @@ def test_methods_a_middleware_wraps_stay_inline_only_where_none_wraps() -> None:
     def prepared(method: str, params: dict[str, Any]) -> Any:
         message = {"jsonrpc": "2.0", "id": 1, "method": method,
                    "params": {**params, "_meta": META}}  # fmt: skip
-        return server.dispatcher.prepare(message)
+        return server.pipeline.dispatcher().prepare(message)
 
     assert prepared("tools/call", {"name": "echo", "arguments": {"text": "a"}}).inline is True
     assert prepared("resources/read", {"uri": "mem://x"}).inline is False

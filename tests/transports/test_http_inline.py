@@ -124,7 +124,7 @@ async def test_inline_and_awaited_answers_agree_and_http_takes_the_inline_path(
     message: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = build()
-    dispatcher = server.dispatcher
+    dispatcher = server.pipeline.dispatcher()
     inline = dispatcher.prepare(message)
     # A disabled tool is unknown: nothing to run inline, the handler answers the error.
     assert inline.inline is (message["params"]["name"] != "hidden")

@@ -11,22 +11,23 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ..backends.buses import bus_from_url
+from ..protocol import constants as c
 from .bus import BUS_ENV, LocalBus, SubscriptionBus
 from .entries.resources import CachePolicy
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .runtime import AnswersWithoutState, Runtime
 from .settings import Settings
+from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from .._types import JSONDict
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
     from ..extensions.tasks.records import TaskStore
+    from .registry import Registry
 
 logger = logging.getLogger("mcpserve")
 #: Where the shared Redis is named when ``redis_url`` is not given.
@@ -46,8 +47,6 @@ class ServerOptions(TypedDict, total=False):
     cache: CachePolicy | None
     page_size: int | None
     client_logging: bool
-    #: Called with the server (any ``Server``: this module sits below it), yields the state.
-    lifespan: Callable[[Any], AbstractAsyncContextManager[object]] | None
     max_threads: int | None
     blocking_warning_seconds: float | None
     server_info_in_results: bool
@@ -132,7 +131,19 @@ class ServerConfig:
             state_ttl_seconds=o["state_ttl_seconds"],
             max_input_rounds=o["max_input_rounds"],
             answers_without_state=o["answers_without_state"],
+            max_threads=self.max_threads,
             loop_watch=LoopWatch(o["blocking_warning_seconds"]),
+        )
+
+    @property
+    def versions(self) -> list[str]:
+        """The protocol versions served: 2026-07-28's, and the handshake era's unless off."""
+        return [*c.MODERN_VERSIONS, *(c.LEGACY_VERSIONS if self.handshake_era else ())]
+
+    def subscriptions(self, registry: Registry) -> Subscriptions:
+        """``subscriptions/listen`` and the event bus, over ``registry``."""
+        return Subscriptions(
+            registry, self.bus(), queue_size=self.options["subscription_queue_size"]
         )
 
     def bus(self) -> SubscriptionBus:

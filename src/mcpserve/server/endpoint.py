@@ -31,6 +31,8 @@ class KeySharing(Protocol):
     @property
     def state_keys_shared(self) -> bool: ...
 
+    def require_shared_state_keys(self, processes: int) -> None: ...
+
 
 class SubscriptionParts(Protocol):
     """What the event stream reads of a server's subscriptions."""
@@ -49,7 +51,10 @@ class SubscriptionParts(Protocol):
 
 
 class HandshakeInitializer(Protocol):
-    """What starts a handshake-era session: the server's pipeline (``pipeline.py``)."""
+    """The server's pipeline (``pipeline.py``): the dispatcher, and what starts a
+    handshake-era session."""
+
+    def dispatcher(self) -> Dispatcher[Any]: ...
 
     async def handshake_initialize(
         self, message: JSONDict, auth: Auth, http: Scope | None
@@ -78,9 +83,6 @@ class ServerParts(Protocol):
     def subscriptions(self) -> SubscriptionParts: ...
 
     @property
-    def dispatcher(self) -> Dispatcher[Any]: ...
-
-    @property
     def handshake(self) -> object | None: ...
 
     @property
@@ -93,8 +95,6 @@ class ServerParts(Protocol):
     def running_count(self) -> int: ...
 
     def running(self) -> AbstractAsyncContextManager[object]: ...
-
-    def require_shared_state_keys(self, processes: int) -> None: ...
 
 
 class SubscriptionEvents:
@@ -158,7 +158,7 @@ class ServerEndpoint:
 
     @property
     def dispatcher(self) -> Dispatcher[Any]:
-        return self._server.dispatcher
+        return self._server.pipeline.dispatcher()
 
     @property
     def redis_url(self) -> str | None:
@@ -187,4 +187,4 @@ class ServerEndpoint:
         return self._server.runtime.state_keys_shared
 
     def require_shared_state_keys(self, processes: int) -> None:
-        self._server.require_shared_state_keys(processes)
+        self._server.runtime.require_shared_state_keys(processes)

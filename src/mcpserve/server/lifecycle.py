@@ -8,7 +8,7 @@ or two HTTP apps) runs the lifespan once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Generic, TypeVar
 
@@ -20,10 +20,12 @@ S = TypeVar("S")
 class Lifecycle(Generic[S]):
     """Counts the ``running()`` blocks of one server and runs its parts around the first."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(
+        self, runtime: Runtime, parts: Sequence[Callable[[AsyncExitStack], Awaitable[None]]]
+    ) -> None:
         self._runtime = runtime
         #: What starts with the server, in order: each gets the exit stack.
-        self.parts: list[Callable[[AsyncExitStack], Awaitable[None]]] = []
+        self.parts = parts
         self._stack: AsyncExitStack | None = None
         self.depth = 0
 

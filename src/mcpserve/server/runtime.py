@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..protocol.request_state import StateSealer
 
 #: Where a shared ``requestState`` key comes from when ``state_keys`` is not given.
@@ -24,6 +26,7 @@ class Runtime:
     """Shared, per server: made once, read by every request's context."""
 
     __slots__ = (
+        "_pool",
         "_sealer",
         "_state_options",
         "answers_without_state",
@@ -31,6 +34,7 @@ class Runtime:
         "client_timeout_seconds",
         "lifespan_state",
         "loop_watch",
+        "max_threads",
     )
 
     def __init__(
@@ -43,6 +47,7 @@ class Runtime:
         max_input_rounds: int = 10,
         answers_without_state: AnswersWithoutState = "ask",
         loop_watch: LoopWatch | None = None,
+        max_threads: int = 4,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -59,6 +64,17 @@ class Runtime:
         self.loop_watch = loop_watch or LoopWatch(DEFAULT_BLOCKING_WARNING_SECONDS)
         self._state_options = (state_keys, state_ttl_seconds, max_input_rounds)
         self._sealer: StateSealer | None = None
+        #: The size of the pool that runs ``blocking`` handlers.
+        self.max_threads = max_threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    def thread_pool(self) -> ThreadPoolExecutor:
+        """The bounded pool that runs ``blocking`` handlers, created on first use."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # with the first blocking call
+
+            self._pool = ThreadPoolExecutor(self.max_threads, thread_name_prefix="mcpserve")
+        return self._pool
 
     @property
     def sealer(self) -> StateSealer:

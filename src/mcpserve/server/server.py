@@ -1,35 +1,12 @@
 """The high-level API: a ``Server`` that decorators fill with tools, resources and prompts.
 
-::
-
-    server = Server("notes", version="1.0.0", instructions="Keeps short notes.")
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        \"\"\"Add two integers.\"\"\"
-        return a + b
-
-    server.run()  # stdio
-
 Decorators work bare or with options and return the registered entry (a :class:`Tool`,
-:class:`Resource`, ...), which stays callable like the original function. Registration is
-where all the work happens: schemas, validators and list entries are built once. A request
-only looks its entry up.
-
-``Server`` is the composition root: its ``__init__`` builds the parts once, each given only
-the others it uses, and its methods hand each call to the part that does the work:
-
-* :class:`~.registry.Registry`: what is offered (tools, resources, templates, prompts);
-* :class:`~.settings.Settings` and :class:`~.runtime.Runtime`: what the server says about
-  itself, and what its requests share while it serves;
-* :class:`~.subscriptions.Subscriptions`: ``subscriptions/listen`` and the event bus;
-* :class:`~.handshake.Handshake`: the handshake era's ``initialize`` (None when switched off);
-* :class:`~.extension.Extensions`: the extensions that joined (tasks, skills);
-* :class:`~.methods.Methods` and :class:`~.pipeline.Pipeline`: the one method table and the
-  one pipeline around it (middleware, custom methods, notification handlers, tracing).
-
-Serving (``run``, ``http_app``) imports the transports only when called: ``server/`` sits
-below ``transports/`` and a stdio server never loads the HTTP stack.
+:class:`Resource`, ...), which stays callable like the original function; registration
+builds schemas, validators and list entries once. ``Server`` is the composition root: its
+``__init__`` builds the parts (registry, settings, runtime, subscriptions, the handshake
+era's front, extensions, method table, pipeline, lifecycle), each given only the others it
+uses, and each method hands its call to the part that does the work
+(``docs/architecture.md``). Serving imports the transports only when called.
 """
 
 from __future__ import annotations
@@ -45,11 +22,10 @@ from typing_extensions import Unpack
 
 from .._types import ASGIApp, JSONDict
 from ..protocol import constants as c
-from ..protocol.core import ANONYMOUS, Auth, Dispatcher, SendMessage
+from ..protocol.core import ANONYMOUS, Auth, SendMessage
 from ..protocol.errors import raise_unexpected
 from .bus import resource_updated
 from .config import ServerConfig, ServerOptions
-from .context.context import Context
 from .custom import CustomMethod
 from .endpoint import ServerEndpoint
 from .entries.kinds import is_entry
@@ -64,7 +40,6 @@ from .middleware import Middleware
 from .pipeline import Pipeline
 from .registry import Registry
 from .settings import capabilities
-from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     import os
@@ -80,43 +55,45 @@ if TYPE_CHECKING:
     from ..extensions.skills.skill import Skill, SkillOptions
     from ..extensions.tasks.extension import TasksExtension
     from ..extensions.tasks.runner import Tasks
-    from ..protocol.request_state import StateSealer
     from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
     from .entries.prompts import Prompt
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What the lifespan yields, typed: ``Server[AppState]`` and ``Context[AppState]``.
 StateT = DefaultTypeVar("StateT", default=Any)
+Lifespan = Callable[["Server[StateT]"], AbstractAsyncContextManager[StateT]]
 
 
 class Server(Generic[StateT]):
     """An MCP server: what it offers, and how it answers."""
 
-    def __init__(self, name: str, version: str = "0.1.0", **options: Unpack[ServerOptions]) -> None:
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        lifespan: Lifespan[StateT] | None = None,
+        **options: Unpack[ServerOptions],
+    ) -> None:
         config = ServerConfig(name, version, options)
         self.name, self.version = name, version
-        #: Who may call over HTTP: OAuth bearer tokens, checked by a verifier
-        #: (``mcpserve.auth``). stdio ignores it: whoever started the process is trusted.
+        #: Who may call over HTTP (``mcpserve.auth``); stdio trusts whoever started it.
         self.auth = options.get("auth")
-        self.lifespan = options.get("lifespan")
-        #: For tests: an unexpected exception in a handler propagates out of :meth:`handle`
-        #: (so ``Client(server)`` raises it) instead of being masked as "Internal error (ref
-        #: ...)". Transports answer through the dispatcher: the wire keeps its answers.
+        #: Runs around serving; what it yields is ``ctx.lifespan_state`` (and types it).
+        self.lifespan = lifespan
+        #: For tests: a handler's unexpected exception propagates out of :meth:`handle`.
         self.raise_exceptions = config.options["raise_exceptions"]
         self.redis_url = config.redis_url
         self.settings = config.settings()
         self.registry = Registry()
         self.runtime = config.runtime()
-        self.subscriptions = Subscriptions(
-            self.registry, config.bus(), queue_size=config.options["subscription_queue_size"]
-        )
+        self.subscriptions = config.subscriptions(self.registry)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         #: The handshake era's front (2025-11-25 and earlier), or None when switched off.
         self.handshake = Handshake(self.registry, self.settings) if config.handshake_era else None
         self.extensions = Extensions(on_change=lambda: self.pipeline.changed())
-        versions = [*c.MODERN_VERSIONS, *(c.LEGACY_VERSIONS if self.handshake else ())]
         self.methods = Methods(
-            self.registry, self.settings, self.subscriptions, self.capabilities, versions
+            self.registry, self.settings, self.subscriptions, self.capabilities, config.versions
         )
         self.pipeline = Pipeline(
             self.methods.table,
@@ -127,14 +104,9 @@ class Server(Generic[StateT]):
             server_info=self.info if config.options["server_info_in_results"] else None,
         )
         self._config = config
-        self._pool: ThreadPoolExecutor | None = None
         self._mounts: Mounts | None = None
-        self.lifecycle: Lifecycle[Server[StateT]] = Lifecycle(self.runtime)
-        self.lifecycle.parts += [
-            self._start_mounts,
-            self._start_subscriptions,
-            self.extensions.start,
-        ]
+        starts = [self._start_mounts, self.subscriptions.run_in, self.extensions.start]
+        self.lifecycle: Lifecycle[Server[StateT]] = Lifecycle(self.runtime, starts)
 
     @property
     def info(self) -> JSONDict:
@@ -201,9 +173,8 @@ class Server(Generic[StateT]):
         client: httpx2.AsyncClient,
         **selection: Unpack[OpenAPISelection],
     ) -> list[Tool]:
-        """Register a tool per operation of an OpenAPI 3.0/3.1 document (a dict or JSON text),
-        called with ``client``; ``operation_ids=``, ``tags=``, ``include=`` choose which, and
-        ``prefix=`` begins their names (see :mod:`mcpserve.compose.openapi`)."""
+        """Register a tool per chosen operation of an OpenAPI 3.0/3.1 document (a dict or
+        JSON text), called with ``client`` (``docs/openapi.md``)."""
         from ..compose.openapi import add_openapi
 
         return list(add_openapi(self, spec, client=client, **selection))
@@ -253,14 +224,12 @@ class Server(Generic[StateT]):
         **options: Unpack[AppOptions],
     ) -> App | Callable[[F], App]:
         """Register an MCP App: the HTML view at a ``ui://`` URI that hosts render for the
-        tools linked to it (``@server.tool(app=...)``). From ``html``, a file at ``path``
-        (read at each ``resources/read``), or the decorated function's return value (see
-        :mod:`mcpserve.extensions.apps`)."""
+        tools linked to it, from ``html``, a file at ``path`` or the decorated function's
+        return value (:mod:`mcpserve.extensions.apps`)."""
         from ..extensions.apps import register_app
 
-        return register_app(
-            self.registry, uri, pool=self.thread_pool, html=html, path=path, **options
-        )
+        pool = self.thread_pool
+        return register_app(self.registry, uri, pool=pool, html=html, path=path, **options)
 
     @overload
     def skill(self, fn: F, /) -> Skill: ...
@@ -306,10 +275,9 @@ class Server(Generic[StateT]):
 
     def remove_skill(self, uri: str) -> Skill:
         """Stop serving the skill whose SKILL.md is at ``uri``, and its files."""
-        skills = self.skills
-        if skills is None:
+        if self.skills is None:
             raise KeyError(f"No skill is served at {uri!r}")
-        return skills.remove(uri)
+        return self.skills.remove(uri)
 
     @overload
     def resource_lister(self, fn: F, /) -> F: ...
@@ -320,9 +288,8 @@ class Server(Generic[StateT]):
     def resource_lister(
         self, fn: F | None = None, /, *, blocking: bool | None = None
     ) -> F | Callable[[F], F]:
-        """List more resources on each ``resources/list``, after the registered ones: the
-        function returns their entries (see :mod:`mcpserve.server.entries.resource_lister`). One per
-        server; registering another replaces it."""
+        """List more resources on each ``resources/list``, after the registered ones (one
+        lister per server: :mod:`mcpserve.server.entries.resource_lister`)."""
 
         def register(fn: F) -> F:
             from .entries.resource_lister import ResourceLister
@@ -378,21 +345,14 @@ class Server(Generic[StateT]):
         blocking: bool | None = None,
     ) -> Callable[[F], F]:
         """Register completions for a prompt argument or a resource template variable."""
+        from .entries.completions import completer_for
+
         if (prompt is None) == (resource is None):
             raise TypeError("completion() takes exactly one of prompt= or resource=")
 
         def register(fn: F) -> F:
-            from .entries.completions import Completer
-
-            target = prompt if prompt is not None else resource
-            assert target is not None
-            completer = Completer(
-                fn, f"{target}:{argument}", pool=self.thread_pool, blocking=blocking
-            )
-            kind: Literal["ref/prompt", "ref/resource"] = (
-                "ref/prompt" if prompt is not None else "ref/resource"
-            )
-            self.registry.add_completer((kind, target, argument), completer)
+            run = {"pool": self.thread_pool, "blocking": blocking}
+            self.registry.add_completer(*completer_for(fn, argument, prompt, resource, **run))
             return fn
 
         return register
@@ -407,25 +367,19 @@ class Server(Generic[StateT]):
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor  # with the first blocking call
-
-            self._pool = ThreadPoolExecutor(self._config.max_threads, thread_name_prefix="mcpserve")
-        return self._pool
+        return self.runtime.thread_pool()
 
     # -- extensions -------------------------------------------------------------------------
 
     @property
     def tasks(self) -> Tasks | None:
-        """The tasks extension (:mod:`mcpserve.extensions.tasks`), once a task tool joined
-        it to this server; None before."""
+        """The tasks extension, once a task tool joined it to this server; None before."""
         found = self.extensions.get(c.TASKS_EXTENSION)
         return found if found is None else cast("TasksExtension", found).tasks
 
     @property
     def skills(self) -> Skills | None:
-        """The skills extension (:mod:`mcpserve.extensions.skills`), once a skill joined it
-        to this server; None before."""
+        """The skills extension, once a skill joined it to this server; None before."""
         found = self.extensions.get(c.SKILLS_EXTENSION)
         return found if found is None else cast("Skills", found)
 
@@ -435,14 +389,8 @@ class Server(Generic[StateT]):
         if self.tasks is not None:
             return self.tasks
         from ..extensions.tasks.extension import TasksExtension
-        from ..extensions.tasks.runner import Tasks
 
-        store = self._config.task_store()
-        joined = TasksExtension(
-            Tasks(self.runtime, store=store, publish=self.subscriptions.publish_now)
-        )
-        self.subscriptions.sinks.add(joined.tasks.control)
-        self.subscriptions.task_ids = joined.task_methods.listened
+        joined = TasksExtension.made(self.runtime, self.subscriptions, self._config.task_store())
         return self.extensions.add(joined).tasks
 
     def use_skills(self) -> Skills:
@@ -456,9 +404,8 @@ class Server(Generic[StateT]):
     # -- composing: mounts, transformations, servers built from elsewhere -------------------
 
     def mount(self, server: Server[Any], namespace: str | None = None) -> Mount:
-        """Serve ``server``'s tools, resources, templates, prompts and completions as this
-        server's, names under ``namespace`` (:mod:`mcpserve.compose.mount`); it runs inside
-        this one."""
+        """Serve ``server``'s entries as this server's, names under ``namespace``; it runs
+        inside this one (:mod:`mcpserve.compose.mount`)."""
         from ..compose.mount.mount import Mounts
 
         if self._mounts is None:
@@ -474,8 +421,7 @@ class Server(Generic[StateT]):
         return tuple(self._mounts.mounts) if self._mounts is not None else ()
 
     def transform_tool(self, tool: str, /, **changes: Unpack[ToolChanges]) -> ToolEntry:
-        """Replace tool ``tool`` (local or mounted) with a transformation of it: renamed,
-        redescribed, arguments hidden, fixed, defaulted or narrowed
+        """Replace tool ``tool`` (local or mounted) with a transformation of it
         (:mod:`mcpserve.compose.transform`)."""
         from ..compose.transform import transform_tool
 
@@ -491,28 +437,16 @@ class Server(Generic[StateT]):
         version: str | None = None,
         **selection: Unpack[OpenAPISelection],
     ) -> Server[Any]:
-        """A server whose tools are an HTTP API's operations, called with ``client`` (an
-        ``httpx2.AsyncClient``; auth and base URL are its own). ``spec``: an OpenAPI 3.0/3.1
-        document as a dict or JSON text, or its URL, fetched with ``client`` when the server
-        starts. Name and version default to the document's ``info``. See
-        :mod:`mcpserve.compose.openapi` and ``docs/openapi.md``."""
-        from ..compose.openapi import server_from_openapi
+        """A server whose tools are an HTTP API's operations (an OpenAPI 3.0/3.1 document, or
+        its URL), called with ``client``; see ``docs/openapi.md``."""
+        from ..compose.openapi import server_from_openapi as build
 
-        return server_from_openapi(
-            cls,
-            spec,
-            client=client,
-            name=name,
-            version=version,
-            **selection,
-        )
+        return build(cls, spec, client=client, name=name, version=version, **selection)
 
     @classmethod
     def proxy(cls, upstream: Any, **options: Any) -> Server[Any]:
-        """A server serving another MCP server, to clients of either era: ``upstream`` is a
-        URL, a command (``"python other.py"`` or a list) or a ``Server``. One connection,
-        made when the proxy starts, carries every call; ``docs/proxy.md`` has the options.
-        """
+        """A server serving another MCP server (a URL, a command, or a ``Server``) to clients
+        of either era, over one connection made when it starts (``docs/proxy.md``)."""
         build: Callable[..., Server[Any]] = _proxies().proxy_server
         return build(upstream, server_class=cls, **options)
 
@@ -526,10 +460,8 @@ class Server(Generic[StateT]):
     # -- extending: custom methods, notification handlers, middleware -------------------
 
     def method(self, name: str, *, blocking: bool | None = None) -> Callable[[F], F]:
-        """Register a handler for a custom JSON-RPC method (use a namespaced name).
-
-        See :mod:`mcpserve.server.custom` for how params and results are handled.
-        """
+        """Register a handler for a custom JSON-RPC method (use a namespaced name; see
+        :mod:`mcpserve.server.custom`)."""
         self.pipeline.check_method_name(name)
 
         def register(fn: F) -> F:
@@ -578,20 +510,13 @@ class Server(Generic[StateT]):
         """What the transports read of this server (``transports/endpoint.py``)."""
         return ServerEndpoint(self)
 
-    @property
-    def dispatcher(self) -> Dispatcher[Context]:
-        """The request pipeline (:mod:`.pipeline`): the transports answer through it."""
-        return self.pipeline.dispatcher()
-
     async def handle(
         self, message: Any, *, send: SendMessage | None = None, auth: Auth = ANONYMOUS
     ) -> JSONDict | None:
-        """Answer one decoded 2026-07-28 JSON-RPC message (``None`` for notifications).
-
-        The in-process entry point (``Client(server)`` uses it): a legacy ``initialize`` is
-        refused here, since sessions belong to a transport (stdio, HTTP). With
-        ``raise_exceptions``, a handler's unexpected exception is raised here, unmasked.
-        """
+        """Answer one decoded 2026-07-28 JSON-RPC message (``None`` for notifications), in
+        process (``Client(server)``): a handshake-era ``initialize`` is refused here, since
+        sessions belong to a transport. With ``raise_exceptions`` a handler's unexpected
+        exception is raised here, unmasked."""
         dispatcher = self.pipeline.dispatcher()
         if not self.raise_exceptions:
             return await dispatcher.handle(message, send=send, auth=auth)
@@ -606,15 +531,6 @@ class Server(Generic[StateT]):
         """Whatever the lifespan yielded, while the server runs (``None`` otherwise)."""
         state: StateT = self.runtime.lifespan_state
         return state
-
-    @property
-    def state_sealer(self) -> StateSealer:
-        """Seals ``requestState`` for multi round-trip requests (see :class:`Runtime`)."""
-        return self.runtime.sealer
-
-    def require_shared_state_keys(self, processes: int) -> None:
-        """Refuse to serve from several processes with per-process ``requestState`` keys."""
-        self.runtime.require_shared_state_keys(processes)
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell listeners subscribed to ``uri`` (or a parent of it), in every process."""
@@ -634,10 +550,6 @@ class Server(Generic[StateT]):
     async def _start_mounts(self, stack: AsyncExitStack) -> None:
         if self._mounts is not None:
             await self._mounts.start(stack)
-
-    async def _start_subscriptions(self, stack: AsyncExitStack) -> None:
-        await self.subscriptions.start()
-        stack.push_async_callback(self.subscriptions.shutdown)
 
     def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
         """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``), to mount in
@@ -665,24 +577,16 @@ class Server(Generic[StateT]):
         ``X-Forwarded-For`` unless ``proxy_headers=True``). ``app_options`` go to the
         transport: ``max_message_bytes`` and ``shutdown_grace`` for stdio, those of
         :meth:`http_app` for HTTP."""
-        from ..transports.serve import run_http
-        from ..transports.stdio import run_stdio
+        from ..transports.serve import run_http, run_stdio
 
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")
         if transport == "stdio":
             run_stdio(self.endpoint(), **app_options)
-        elif transport == "http":
-            run_http(
-                self.endpoint(),
-                host=host,
-                port=port,
-                path=path,
-                log_level=log_level,
-                access_log=access_log,
-                proxy_headers=proxy_headers,
-                **app_options,
-            )
         else:
-            raise ValueError(f"Unknown transport {transport!r}; use 'stdio' or 'http'")
+            logs: dict[str, Any] = {"log_level": log_level, "access_log": access_log}
+            options = {**logs, "proxy_headers": proxy_headers, **app_options}
+            run_http(self.endpoint(), host=host, port=port, path=path, **options)
 
 
 def _proxies() -> Any:

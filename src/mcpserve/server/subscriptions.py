@@ -22,6 +22,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from .._types import Event, EventListener, JSONDict
@@ -150,6 +151,11 @@ class Subscriptions:
         self._drainer: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
+
+    async def run_in(self, stack: AsyncExitStack) -> None:
+        """Start now, and shut down when ``stack`` closes (the server's lifecycle)."""
+        await self.start()
+        stack.push_async_callback(self.shutdown)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -31,12 +31,13 @@ import socket
 import threading
 from collections.abc import Mapping
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._extras import needs_extra
 from .endpoint import Endpoint, Servable, endpoint_of
-from .http import Authenticate, HTTPApp
-from .origin import OriginPolicy
+
+if TYPE_CHECKING:
+    from .http import Authenticate, HTTPApp
 
 
 def build_http_app(
@@ -57,6 +58,9 @@ def build_http_app(
     max_requests_per_session: int = 64,
 ) -> HTTPApp:
     """See :meth:`Server.http_app`."""
+    from .http import HTTPApp
+    from .origin import OriginPolicy
+
     endpoint = endpoint_of(server)
     resource_server = None
     chosen = auth if auth is not None else endpoint.auth
@@ -88,6 +92,14 @@ def build_http_app(
         session_idle_seconds=session_idle_seconds,
         max_requests_per_session=max_requests_per_session,
     )
+
+
+def run_stdio(server: Endpoint | Servable, **options: Any) -> None:
+    """Serve over stdio until the client closes it (``stdio.py``): with :func:`run_http`,
+    the one module ``Server.run`` serves from. Nothing of HTTP is loaded."""
+    from .stdio import run_stdio as serve
+
+    serve(server, **options)
 
 
 def run_http(
@@ -206,7 +218,7 @@ def require_shared_state(server: Endpoint | Servable, processes: int) -> None:
     """Refuse to serve from several ``processes`` what each would keep to itself.
 
     A ``requestState`` sealed with a key one process made up is refused by the others
-    (:meth:`Server.require_shared_state_keys`); and a handshake-era session lives in the
+    (``Runtime.require_shared_state_keys``); and a handshake-era session lives in the
     process that began it unless sessions are kept in Redis, so the client's next request,
     reaching another process, would be refused as being of no session. Raises
     ``RuntimeError`` naming what to set.

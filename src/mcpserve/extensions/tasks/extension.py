@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from ...protocol.core import Handler
 from ...protocol.tasks import TASKS_EXTENSION
 from ...server.methods import Method
 from .methods import TaskMethods
+from .runner import Tasks
 
 if TYPE_CHECKING:
     from ..._types import JSONDict
-    from .runner import Tasks
+    from ...server.runtime import Runtime
+    from ...server.subscriptions import Subscriptions
+    from .records import TaskStore
 
 
 class TasksExtension:
@@ -29,6 +32,14 @@ class TasksExtension:
     def __init__(self, tasks: Tasks) -> None:
         self.tasks = tasks
         self.task_methods = TaskMethods(tasks)
+
+    @classmethod
+    def made(cls, runtime: Runtime, subscriptions: Subscriptions, store: TaskStore) -> Self:
+        """The extension for a server: its tasks publish on, and hear, the server's bus."""
+        joined = cls(Tasks(runtime, store=store, publish=subscriptions.publish_now))
+        subscriptions.sinks.add(joined.tasks.control)
+        subscriptions.task_ids = joined.task_methods.listened
+        return joined
 
     def methods(self) -> Mapping[str, Method]:
         answers = self.task_methods

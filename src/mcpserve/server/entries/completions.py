@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..._types import JSONDict, UserFunction
 from ...protocol.core import answered
@@ -98,3 +98,16 @@ def completion_wire(result: Any) -> JSONDict:
     if has_more is not None:
         wire["hasMore"] = has_more
     return wire
+
+
+CompletionKey = tuple[Literal["ref/prompt", "ref/resource"], str, str]
+
+
+def completer_for(
+    fn: UserFunction, argument: str, prompt: str | None, resource: str | None, **run: Any
+) -> tuple[CompletionKey, Completer]:
+    """``@server.completion(...)``: the registry's key for the argument (of ``prompt``, else
+    of the template ``resource``) and its completer (``run``: ``pool`` and ``blocking``)."""
+    kind: Literal["ref/prompt", "ref/resource"] = "ref/prompt" if prompt else "ref/resource"
+    target = prompt or resource or ""
+    return (kind, target, argument), Completer(fn, f"{target}:{argument}", **run)
