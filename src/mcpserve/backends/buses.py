@@ -7,14 +7,13 @@ loaded only then (it needs the ``redis`` extra).
 
 from __future__ import annotations
 
-import os
-
-from ..server.bus import BUS_ENV, LocalBus, SubscriptionBus
+from .. import _environment as environment
+from ..server.bus import LocalBus, SubscriptionBus
 
 
 def bus_from_url(url: str | None = None) -> SubscriptionBus:
     """The bus a URL names (``memory://`` or ``redis://...``); default ``$MCPSERVE_BUS``."""
-    url = url if url is not None else os.environ.get(BUS_ENV, "memory://")
+    url = url if url is not None else (environment.read(environment.BUS) or "memory://")
     if url in ("", "memory://", "local", "memory"):
         return LocalBus()
     if url.startswith(("redis://", "rediss://", "unix://")):

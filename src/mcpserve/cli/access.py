@@ -11,7 +11,6 @@ one. The tokens a login brings are kept in a file readable by its owner only
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .. import _environment as environment
 from .errors import Mistake
 
 if TYPE_CHECKING:
@@ -29,10 +29,10 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 def token_file() -> Path:
     """Where ``--oauth`` keeps tokens: ``$MCPSERVE_TOKEN_FILE``, else the user's cache."""
-    configured = os.environ.get("MCPSERVE_TOKEN_FILE")
+    configured = environment.read(environment.TOKEN_FILE)
     if configured:
         return Path(configured)
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    cache = environment.read(environment.XDG_CACHE_HOME) or Path.home() / ".cache"
     return Path(cache) / "mcpserve" / "oauth-tokens.json"
 
 
@@ -105,12 +105,12 @@ def access_options(fn: click.decorators.FC) -> click.decorators.FC:
     """The options of :class:`HTTPAccess`, for a command whose target may be a URL."""
     fn = click.option(
         "--client-secret",
-        envvar="MCPSERVE_CLIENT_SECRET",
+        envvar=environment.CLIENT_SECRET,
         help="The OAuth client's secret ($MCPSERVE_CLIENT_SECRET).",
     )(fn)
     fn = click.option(
         "--client-id",
-        envvar="MCPSERVE_CLIENT_ID",
+        envvar=environment.CLIENT_ID,
         help="Get tokens as this OAuth client: with --client-secret, the client "
         "credentials grant; with --oauth, a pre-registered client "
         "(or $MCPSERVE_CLIENT_ID).",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import _environment as environment
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
 from .targets import display_name, load_server, target_file
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 NEEDS_HTTP = (
     'Serving HTTP needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
 )
-_ENV_TARGET = "MCPSERVE_WORKER_TARGET"
-_ENV_PATH = "MCPSERVE_WORKER_PATH"
-_ENV_HOST = "MCPSERVE_WORKER_HOST"
-_ENV_SOLE = "MCPSERVE_WORKER_SOLE"  # "1": the reloader's worker, the server's only process
 
 
 @click.command()
@@ -150,7 +147,13 @@ def run(
 
     with start_failures_said():
         check_port(host, port)
-    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host})
+    os.environ.update(
+        {
+            environment.WORKER_TARGET: target,
+            environment.WORKER_PATH: path,
+            environment.WORKER_HOST: host,
+        }
+    )
     uvicorn.run(
         "mcpserve.cli.serve:worker_app",
         factory=True,
@@ -202,7 +205,14 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
         f"Serving {display_name(target)} at http://{host}:{port}{path}, restarting when "
         f"a .py file in {watched} changes"
     )
-    os.environ.update({_ENV_TARGET: target, _ENV_PATH: path, _ENV_HOST: host, _ENV_SOLE: "1"})
+    os.environ.update(
+        {
+            environment.WORKER_TARGET: target,
+            environment.WORKER_PATH: path,
+            environment.WORKER_HOST: host,
+            environment.WORKER_SOLE: "1",
+        }
+    )
     uvicorn.run(
         "mcpserve.cli.serve:worker_app",
         factory=True,
@@ -247,10 +257,14 @@ def worker_app() -> Any:
     """The ASGI app of one process started by ``run --workers N`` or ``run --reload``."""
     from ..transports.serve import end_listens_on_exit_signals
 
-    server = load_server(os.environ[_ENV_TARGET])
+    server = load_server(environment.read(environment.WORKER_TARGET) or "")
     end_listens_on_exit_signals(server)  # uvicorn stops a worker with SIGTERM
-    app = server.http_app(os.environ[_ENV_PATH], bind_host=os.environ[_ENV_HOST])
-    app.sole_process = os.environ.get(_ENV_SOLE) == "1"  # type: ignore[attr-defined]
+    path, host = (
+        environment.read(environment.WORKER_PATH),
+        environment.read(environment.WORKER_HOST),
+    )
+    app = server.http_app(path or "/mcp", bind_host=host)
+    app.sole_process = environment.read(environment.WORKER_SOLE) == "1"  # type: ignore[attr-defined]
     return app
 
 

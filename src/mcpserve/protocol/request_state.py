@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _environment as environment
 from .._types import JSONDict
 from .jsonrpc import encode, loads
 
@@ -40,7 +41,6 @@ logger = logging.getLogger("mcpserve.state")
 
 VERSION = "v1"
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
-ENV_KEYS = "MCPSERVE_STATE_KEYS"
 MAX_STATE_CHARS = 256 * 1024
 
 
@@ -72,7 +72,9 @@ def parse_keys(spec: str) -> list[tuple[str, bytes]]:
             continue
         kid, sep, encoded = item.partition(":")
         if not sep or not kid.isalnum():
-            raise ValueError(f"{ENV_KEYS}: expected 'id:base64key' items, got {kid!r}")
+            raise ValueError(
+                f"{environment.STATE_KEYS}: expected 'id:base64key' items, got {kid!r}"
+            )
         padded = encoded + "=" * (-len(encoded) % 4)
         try:
             key = base64.b64decode(padded, validate=True)
@@ -80,12 +82,16 @@ def parse_keys(spec: str) -> list[tuple[str, bytes]]:
             try:
                 key = base64.urlsafe_b64decode(padded)
             except (binascii.Error, ValueError):
-                raise ValueError(f"{ENV_KEYS}: key {kid!r} is not valid base64") from None
+                raise ValueError(
+                    f"{environment.STATE_KEYS}: key {kid!r} is not valid base64"
+                ) from None
         if len(key) != 32:
-            raise ValueError(f"{ENV_KEYS}: key {kid!r} must be 32 bytes (base64), not {len(key)}")
+            raise ValueError(
+                f"{environment.STATE_KEYS}: key {kid!r} must be 32 bytes (base64), not {len(key)}"
+            )
         keys.append((kid, key))
     if not keys:
-        raise ValueError(f"{ENV_KEYS} holds no keys")
+        raise ValueError(f"{environment.STATE_KEYS} holds no keys")
     return keys
 
 
@@ -104,8 +110,9 @@ class StateSealer:
         ttl_seconds: float = 300.0,
         max_rounds: int = 10,
     ) -> None:
-        if keys is None and os.environ.get(ENV_KEYS):
-            keys = parse_keys(os.environ[ENV_KEYS])
+        configured = environment.read(environment.STATE_KEYS)
+        if keys is None and configured is not None:
+            keys = parse_keys(configured)
         self.configured = keys is not None
         if keys is None:
             # One process can seal and open its own state; several processes cannot share it.

@@ -24,8 +24,6 @@ from typing import Protocol
 
 from .._types import Event, EventListener
 
-BUS_ENV = "MCPSERVE_BUS"
-
 
 def resource_updated(uri: str) -> Event:
     return {"type": "updated", "uri": uri}

@@ -13,9 +13,10 @@ import logging
 import os
 from typing import TYPE_CHECKING, TypedDict
 
+from .. import _environment as environment
 from ..backends.buses import bus_from_url
 from ..protocol import constants as c
-from .bus import BUS_ENV, LocalBus, SubscriptionBus
+from .bus import LocalBus, SubscriptionBus
 from .entries.resources import CachePolicy
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .runtime import AnswersWithoutState, Runtime
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from .registry import Registry
 
 logger = logging.getLogger("mcpserve")
-#: Where the shared Redis is named when ``redis_url`` is not given.
-REDIS_URL_ENV = "MCPSERVE_REDIS_URL"
-#: Where the task store is named when ``task_store`` is not given.
-TASK_STORE_ENV = "MCPSERVE_TASK_STORE"
 
 
 class ServerOptions(TypedDict, total=False):
@@ -93,7 +90,7 @@ class ServerConfig:
         self.options: ServerOptions = {**DEFAULTS, **options}
         #: The Redis every process of this server shares: the subscription bus, handshake-era
         #: sessions over HTTP, the task store. None: each process keeps its own.
-        self.redis_url = options.get("redis_url") or os.environ.get(REDIS_URL_ENV) or None
+        self.redis_url = options.get("redis_url") or environment.read(environment.REDIS_URL) or None
         self.max_threads = options.get("max_threads") or min(32, (os.cpu_count() or 1) + 4)
         self.handshake_era = self.options["legacy"]
 
@@ -150,7 +147,7 @@ class ServerConfig:
         """``bus=`` (a bus or a URL), else ``$MCPSERVE_BUS``, else the shared Redis's pub/sub
         when there is one, else this process's own."""
         bus = self.options.get("bus")
-        if bus is None and self.redis_url is not None and not os.environ.get(BUS_ENV):
+        if bus is None and self.redis_url is not None and not environment.read(environment.BUS):
             from ..backends.redis.bus import RedisBus
 
             # One channel per server: two servers (or staging and production) sharing a
@@ -175,7 +172,7 @@ class ServerConfig:
 
         chosen = self.options.get("task_store")
         if chosen is None:
-            chosen = os.environ.get(TASK_STORE_ENV) or self.redis_url or "memory://"
+            chosen = environment.read(environment.TASK_STORE) or self.redis_url or "memory://"
         if isinstance(chosen, str):
             return task_store_from_url(chosen, namespace=self.name)
         store: TaskStore = chosen

@@ -5,9 +5,9 @@ handshake-era client gets to answer a question, and the sealer of ``requestState
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import _environment as environment
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 
 if TYPE_CHECKING:
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from ..protocol.request_state import StateSealer
 
 #: Where a shared ``requestState`` key comes from when ``state_keys`` is not given.
-STATE_KEYS_ENV = "MCPSERVE_STATE_KEYS"
 
 
 AnswersWithoutState = Literal["ask", "first-round"]
@@ -94,7 +93,10 @@ class Runtime:
     def state_keys_shared(self) -> bool:
         """Whether ``requestState`` keys were given (so other processes can have them too),
         rather than made up by this process."""
-        return self._state_options[0] is not None or bool(os.environ.get(STATE_KEYS_ENV))
+        return (
+            self._state_options[0] is not None
+            or environment.read(environment.STATE_KEYS) is not None
+        )
 
     def require_shared_state_keys(self, processes: int) -> None:
         """Refuse to serve from several processes with per-process ``requestState`` keys.
@@ -107,10 +109,12 @@ class Runtime:
         if self.state_keys_shared:
             from ..protocol.request_state import parse_keys
 
-            parse_keys(os.environ[STATE_KEYS_ENV])  # a malformed value fails here
+            parse_keys(
+                environment.read(environment.STATE_KEYS) or ""
+            )  # a malformed value fails here
         else:
             raise RuntimeError(
                 f"Serving from {processes} processes needs a shared requestState key: set "
-                f"{STATE_KEYS_ENV} (e.g. the output of `mcpserve keygen`) or pass "
+                f"{environment.STATE_KEYS} (e.g. the output of `mcpserve keygen`) or pass "
                 "Server(state_keys=...)"
             )

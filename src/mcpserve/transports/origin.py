@@ -19,11 +19,12 @@ Configuration, strongest first: arguments to ``http_app``, then the environment 
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from .. import _environment as environment
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
 
@@ -80,13 +81,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _env_list(name: str) -> list[str] | None:
-    raw = os.environ.get(name)
-    if raw is None:
-        return None
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
 @dataclass(frozen=True, slots=True)
 class OriginPolicy:
     hosts: frozenset[str] | None  # None: any Host
@@ -104,14 +98,14 @@ class OriginPolicy:
         hosts = (
             list(allowed_hosts)
             if allowed_hosts is not None
-            else _env_list("MCPSERVE_ALLOWED_HOSTS")
+            else environment.read_list(environment.ALLOWED_HOSTS)
         )
         origins = (
             list(allowed_origins)
             if allowed_origins is not None
-            else _env_list("MCPSERVE_ALLOWED_ORIGINS")
+            else environment.read_list(environment.ALLOWED_ORIGINS)
         )
-        public_url = public_url or os.environ.get("MCPSERVE_PUBLIC_URL")
+        public_url = public_url or environment.read(environment.PUBLIC_URL)
         if hosts is None:
             hosts = list(LOOPBACK_NAMES)
             if public_url:
