@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     import httpx2
 
+    from .._serving import HTTPOptions, ServeOptions
     from ..compose.mount.mount import Mount, Mounts
     from ..compose.openapi import OpenAPISelection
     from ..compose.transform import ToolChanges
@@ -551,7 +552,7 @@ class Server(Generic[StateT]):
         if self._mounts is not None:
             await self._mounts.start(stack)
 
-    def http_app(self, path: str = "/mcp", **options: Any) -> ASGIApp:
+    def http_app(self, path: str = "/mcp", **options: Unpack[HTTPOptions]) -> ASGIApp:
         """A plain ASGI app serving Streamable HTTP at ``path`` (and ``path/``), to mount in
         any ASGI server or framework; ``docs/reference.md`` lists the options (body limit,
         allowed hosts and origins, keep-alive, ``auth``, ``authenticate``)."""
@@ -570,7 +571,7 @@ class Server(Generic[StateT]):
         log_level: str = "info",
         access_log: bool = False,
         proxy_headers: bool = False,
-        **app_options: Any,
+        **app_options: Unpack[ServeOptions],
     ) -> None:
         """Serve until stopped: ``"stdio"`` (default) or ``"http"`` with uvicorn (with
         uvloop and httptools when installed, no access log unless ``access_log=True``, no

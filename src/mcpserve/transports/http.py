@@ -84,12 +84,11 @@ from .responses import (
 )
 
 if TYPE_CHECKING:
+    from .._serving import Authenticate
     from ..auth.resource import ResourceServer
 
 logger = logging.getLogger("mcpserve.http")
 
-#: Decides who is calling from the request headers (lower-cased names); ``None`` -> 401.
-Authenticate = Callable[[Mapping[str, str]], "Auth | Awaitable[Auth | None] | None"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 _CHALLENGE = [(b"www-authenticate", b"Bearer")]

@@ -37,7 +37,8 @@ from .._extras import needs_extra
 from .endpoint import Endpoint, Servable, endpoint_of
 
 if TYPE_CHECKING:
-    from .http import Authenticate, HTTPApp
+    from .._serving import Authenticate
+    from .http import HTTPApp
 
 
 def build_http_app(
