@@ -32,7 +32,7 @@ from .protocol.errors import ResourceNotFound as ResourceNotFound
 from .protocol.errors import ToolError as ToolError
 from .server.context.context import Context as Context
 from .server.context.rounds import InputRequired as InputRequired
-from .server.entries.resources import CachePolicy as CachePolicy
+from .server.entries.cache import CachePolicy as CachePolicy
 from .server.entries.resources import Contents as Contents
 from .server.entries.resources import Resource as Resource
 from .server.entries.resources import ResourceTemplate as ResourceTemplate

@@ -31,8 +31,8 @@ from .exchange import Forwarded
 from .wire import UpstreamError
 
 if TYPE_CHECKING:
+    from ..server.entries.cache import CachePolicy
     from ..server.entries.kinds import TaskMode
-    from ..server.entries.resources import CachePolicy
     from ..server.entries.uri_template import URITemplate
     from .forwarding import Forwarder
 

@@ -17,7 +17,7 @@ from .. import _environment as environment
 from ..backends.buses import bus_from_url
 from ..protocol import constants as c
 from .bus import LocalBus, SubscriptionBus
-from .entries.resources import CachePolicy
+from .entries.cache import CachePolicy
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .runtime import AnswersWithoutState, Runtime
 from .settings import Settings

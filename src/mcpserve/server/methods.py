@@ -30,8 +30,8 @@ from ..protocol.core import Answer, Handler
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..protocol.pagination import paginate
 from .context.context import Context
+from .entries.cache import CachePolicy
 from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
-from .entries.resources import CachePolicy
 from .settings import Settings
 
 if TYPE_CHECKING:

@@ -154,15 +154,16 @@ class Server(Generic[StateT]):
         return tool
 
     def _make_tool(self, fn: Callable[..., Any], options: ToolOptions) -> Tool:
-        if "app" in options or "visibility" in options:
+        fields: dict[str, Any] = dict(options)  # keyword arguments, checked by Tool itself
+        if "app" in fields or "visibility" in fields:
             from ..extensions.apps import with_app_meta
 
-            options = with_app_meta(options)  # type: ignore[assignment]
-        if "task" not in options:
-            return Tool(fn, pool=self.thread_pool, **options)  # type: ignore[misc]
+            fields = with_app_meta(fields)
+        if "task" not in fields:
+            return Tool(fn, pool=self.thread_pool, **fields)
         from ..extensions.tasks.runner import TaskTool
 
-        return TaskTool(fn, tasks=self.use_tasks(), pool=self.thread_pool, **options)
+        return TaskTool(fn, tasks=self.use_tasks(), pool=self.thread_pool, **fields)
 
     def remove_tool(self, name: str) -> ToolEntry:
         return self.registry.remove_tool(name)

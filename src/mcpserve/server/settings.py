@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION, TASKS_EXTENSION
-from .entries.resources import CachePolicy
+from .entries.cache import CachePolicy
 
 if TYPE_CHECKING:
     from .._types import JSONDict

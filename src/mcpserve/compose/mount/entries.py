@@ -35,6 +35,7 @@ from ...server.runtime import Runtime
 if TYPE_CHECKING:
     from ...extensions.tasks.runner import Tasks, TaskStart
     from ...protocol.request_state import StateSealer
+    from ...server.entries.cache import CachePolicy
     from ...server.entries.kinds import (
         Entry,
         PromptEntry,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
         TemplateEntry,
         ToolEntry,
     )
-    from ...server.entries.resources import CachePolicy
     from ...server.registry import Registry
 #: How an entry answers one call: its ``run``, a task tool's ``work``.
 EntryCall = Callable[[JSONValue, "Context"], "Result | Awaitable[Result]"]

@@ -33,7 +33,7 @@ from .skill import (
 )
 
 if TYPE_CHECKING:
-    from ...server.entries.resources import CachePolicy
+    from ...server.entries.cache import CachePolicy
 
 _SKIPPED = frozenset({"__pycache__"})
 

@@ -35,7 +35,7 @@ from ...server.entries.entry import scope_set
 from ...server.schema.docstrings import parse_docstring
 
 if TYPE_CHECKING:
-    from ...server.entries.resources import CachePolicy
+    from ...server.entries.cache import CachePolicy
 
 SKILL_FILE = "SKILL.md"
 #: What every host must accept of one skill; a server should not serve more.

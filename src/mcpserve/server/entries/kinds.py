@@ -25,7 +25,7 @@ from ..._types import JSONDict, Result
 
 if TYPE_CHECKING:
     from ..context.context import Context
-    from .resources import CachePolicy
+    from .cache import CachePolicy
     from .uri_template import URITemplate
 
 TaskMode = Literal["optional", "required"]

@@ -14,11 +14,11 @@ for that argument.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
+from typing_extensions import Unpack
 
 from ..._content import to_block
 from ..._types import JSONDict, UserFunction
@@ -26,6 +26,7 @@ from ...protocol.errors import InvalidParams
 from ..context.context import Context
 from ..schema.signature import ArgumentSpec, parse_docstring
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
+from .options import Options, refuse_unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,20 +69,13 @@ class Prompt(FunctionEntry):
 
     __slots__ = ("choices",)
 
-    def __init__(
-        self,
-        fn: UserFunction,
-        *,
-        pool: Pool,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list[JSONDict] | None = None,
-        meta: JSONDict | None = None,
-        blocking: bool | None = None,
-        scopes: Iterable[str] = (),
-    ) -> None:
+    def __init__(self, fn: UserFunction, *, pool: Pool, **options: Unpack[Options]) -> None:
+        refuse_unknown(options, Options, "Prompt")
+        name = options.get("name")
         name = fn.__name__ if name is None else name
+        title, description = options.get("title"), options.get("description")
+        icons, meta = options.get("icons"), options.get("meta")
+        blocking, scopes = options.get("blocking"), options.get("scopes", ())
         if not name:
             raise ValueError("A prompt name cannot be empty")
         super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)

@@ -15,37 +15,22 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import Unpack
 
 from ..._content import json_text
 from ..._types import JSONDict, UserFunction
 from ...protocol.errors import ResourceNotFound
 from ...protocol.records import Record
 from ..context.context import Context
+from .cache import CachePolicy as CachePolicy
+from .cache import CacheScope as CacheScope
 from .entry import FunctionEntry, InvalidArguments, Pool, list_entry
+from .options import ResourceOptions, refuse_unknown
 
 if TYPE_CHECKING:
     from .uri_template import URITemplate
-
-CacheScope = Literal["public", "private"]
-
-
-class CachePolicy(Record):
-    """How long clients may cache a result (``ttlMs``) and who may share it (``cacheScope``).
-
-    ``scope="public"`` means the result holds nothing user-specific and may be shared across
-    users by caches; ``"private"`` keeps it to one authorization context.
-    """
-
-    __slots__ = ("scope", "ttl_ms")  # a Record: see protocol/records.py
-
-    def __init__(self, ttl_ms: int = 0, scope: CacheScope = "private") -> None:
-        if type(ttl_ms) is not int or ttl_ms < 0:
-            raise ValueError("ttl_ms must be a whole number of milliseconds >= 0")
-        if scope not in ("public", "private"):
-            raise ValueError("scope must be 'public' or 'private'")
-        self.ttl_ms = ttl_ms
-        self.scope = scope
 
 
 class Contents(Record):
@@ -156,25 +141,20 @@ class ResourceTemplate(Readable):
 
 
 def build_resource(
-    uri: str,
-    fn: UserFunction,
-    *,
-    pool: Pool,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    size: int | None = None,
-    icons: list[JSONDict] | None = None,
-    annotations: JSONDict | None = None,
-    meta: JSONDict | None = None,
-    blocking: bool | None = None,
-    cache: CachePolicy | None = None,
-    scopes: Iterable[str] = (),
+    uri: str, fn: UserFunction, *, pool: Pool, **options: Unpack[ResourceOptions]
 ) -> Resource | ResourceTemplate:
     """A :class:`Resource`, or a :class:`ResourceTemplate` when ``uri`` has ``{variables}``."""
+    refuse_unknown(options, ResourceOptions, "resource")
+    name, title, description = options.get("name"), options.get("title"), options.get("description")
+    mime_type, size, icons = options.get("mime_type"), options.get("size"), options.get("icons")
+    annotations, meta = options.get("annotations"), options.get("meta")
+    blocking, cache, scopes = (
+        options.get("blocking"),
+        options.get("cache"),
+        options.get("scopes", ()),
+    )
     template = _template_of(uri)
-    options: dict[str, Any] = {  # keyword arguments of the resource
+    made: dict[str, Any] = {  # keyword arguments of the resource
         "pool": pool,
         "blocking": blocking,
         "mime_type": mime_type,
@@ -182,9 +162,7 @@ def build_resource(
         "scopes": scopes,
     }
     resource = (
-        Resource(uri, fn, **options)
-        if template is None
-        else ResourceTemplate(template, fn, **options)
+        Resource(uri, fn, **made) if template is None else ResourceTemplate(template, fn, **made)
     )
     arguments = resource.arguments
     listing: JSONDict = {

@@ -17,7 +17,6 @@ Failures split three ways (``docs/decisions.md``, "Tool errors"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -35,6 +34,7 @@ from ..schema.raw import RawSchema
 from ..schema.signature import inspect_output, unchecked_output
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 from .kinds import TOOL_NAME, TaskMode, error_result
+from .options import ToolFields, refuse_unknown
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -91,25 +91,19 @@ class Tool(FunctionEntry):
         "requires",
     )
 
-    def __init__(
-        self,
-        fn: UserFunction,
-        *,
-        pool: Pool,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: JSONDict | None = None,
-        icons: list[JSONDict] | None = None,
-        meta: JSONDict | None = None,
-        blocking: bool | None = None,
-        requires: JSONDict | None = None,
-        input_schema: JSONDict | None = None,
-        output_schema: JSONDict | None = None,
-        scopes: Iterable[str] = (),
-        request_state: RequestStateKeeper = "sealed",
-    ) -> None:
+    def __init__(self, fn: UserFunction, *, pool: Pool, **options: Unpack[ToolFields]) -> None:
+        refuse_unknown(options, ToolFields, "Tool")
+        name = options.get("name")
         name = fn.__name__ if name is None else name
+        title, description = options.get("title"), options.get("description")
+        annotations, icons, meta = (
+            options.get("annotations"),
+            options.get("icons"),
+            options.get("meta"),
+        )
+        blocking, requires = options.get("blocking"), options.get("requires")
+        input_schema, output_schema = options.get("input_schema"), options.get("output_schema")
+        scopes, request_state = options.get("scopes", ()), options.get("request_state", "sealed")
         if not TOOL_NAME.fullmatch(name):
             raise ValueError(
                 f"Tool name {name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-' or '.'"
