@@ -373,7 +373,7 @@ async def test_dual_era_server_lists_legacy_versions_in_minus_32022():
     )  # legacy support is on by default (decisions: "Legacy versions in version lists")
     response = await server.handle(request("tools/list", meta={VERSION: "2025-11-25", CAPS: {}}))
     check("UnsupportedProtocolVersionError", response)
-    assert response["error"]["data"]["supported"] == ["2026-07-28", *c.LEGACY_VERSIONS]
+    assert response["error"]["data"]["supported"] == ["2026-07-28", *c.HANDSHAKE_VERSIONS]
     assert "initialize" in response["error"]["message"]
 
 
@@ -383,7 +383,7 @@ async def test_legacy_version_in_meta_says_the_handshake_is_required():
         context=lambda request: SimpleNamespace(request=request, mark_cancelled=lambda: None),
         server_info={"name": "d", "version": "1"},
         versions=c.MODERN_VERSIONS,
-        legacy_versions=c.LEGACY_VERSIONS,
+        handshake_versions=c.HANDSHAKE_VERSIONS,
     )
     response = await dispatcher.handle(
         request("server/discover", meta={VERSION: "2025-11-25", CAPS: {}})
@@ -394,7 +394,7 @@ async def test_legacy_version_in_meta_says_the_handshake_is_required():
     assert "initialize" in error["message"]
     assert "2026-07-28" in error["message"]
     assert error["data"]["requested"] == "2025-11-25"
-    assert error["data"]["supported"] == ["2026-07-28", *c.LEGACY_VERSIONS]
+    assert error["data"]["supported"] == ["2026-07-28", *c.HANDSHAKE_VERSIONS]
 
 
 async def test_supported_version_reaches_the_handler(connect):

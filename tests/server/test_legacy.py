@@ -51,7 +51,7 @@ from servers.legacy_dual import INSTRUCTIONS, NAME, VERSION, build
 from wire_helpers import META, check_line, encode, meta, request
 
 TIMEOUT = 15.0
-LEGACY_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
+HANDSHAKE_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
 ALL_CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {"listChanged": True}}
 NAME_ANSWER = {"action": "accept", "content": {"name": "Ann"}}
 SAMPLE_ANSWER = {
@@ -318,7 +318,7 @@ async def test_stdio_discover_works_before_and_without_initialize(serve: Serve) 
     result = response["result"]
     assert result["resultType"] == "complete"
     # A dual-era server lists its legacy versions too.
-    assert result["supportedVersions"] == ["2026-07-28", *LEGACY_VERSIONS]
+    assert result["supportedVersions"] == ["2026-07-28", *HANDSHAKE_VERSIONS]
     await stdio.initialize()
     response = await stdio.ask(request("d2", "server/discover"))
     assert response["result"]["supportedVersions"][0] == "2026-07-28"
@@ -358,7 +358,7 @@ async def test_stdio_32602_before_initialize_names_the_supported_versions(serve:
     error = response["error"]
     assert error["code"] == -32602
     named = json.dumps(error)
-    assert all(version in named for version in ["2026-07-28", *LEGACY_VERSIONS]), error
+    assert all(version in named for version in ["2026-07-28", *HANDSHAKE_VERSIONS]), error
 
 
 async def test_modern_messages_stay_modern_inside_a_stdio_session(serve: Serve) -> None:
@@ -904,7 +904,7 @@ async def test_unsupported_protocol_version_header_is_400(serve: Serve, version:
     reply = await client.post(legacy_init(), headers=headers)
     assert reply.status == 400
     # Older legacy versions in the header are accepted.
-    for ok in LEGACY_VERSIONS:
+    for ok in HANDSHAKE_VERSIONS:
         reply = await client.post(
             legacy_request(2, "ping"), headers=client.headers(mcp_protocol_version=ok)
         )

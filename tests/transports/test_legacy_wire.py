@@ -36,7 +36,7 @@ from wire_helpers import TIMEOUT, HTTPServerProcess, http_server_process, reques
 
 pytestmark = pytest.mark.subprocess
 
-LEGACY_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
+HANDSHAKE_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
 ALL_CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {"listChanged": True}}
 NAME_ANSWER = {"action": "accept", "content": {"name": "Ann"}}
 SAMPLE_ANSWER = {
@@ -94,7 +94,7 @@ async def test_stdio_era_selection() -> None:
         # else without _meta is a modern -32602.
         discovered = await ask(proc, request("d", "server/discover"))
         assert discovered["result"]["resultType"] == "complete"
-        assert discovered["result"]["supportedVersions"] == ["2026-07-28", *LEGACY_VERSIONS]
+        assert discovered["result"]["supportedVersions"] == ["2026-07-28", *HANDSHAKE_VERSIONS]
         assert (await ask(proc, legacy_request("p", "ping")))["result"] == {}
         proc.checker.expect_modern("x")
         assert (await ask(proc, legacy_request("x", "tools/list")))["error"]["code"] == -32602
@@ -346,7 +346,7 @@ async def test_http_era_selection(dual: HTTPServerProcess) -> None:
             assert reply.error["code"] == -32601
         headers["mcp-method"] = "server/discover"
         discovered = await client.post(request(4, "server/discover"), headers=headers)
-        assert discovered.result["supportedVersions"] == ["2026-07-28", *LEGACY_VERSIONS]
+        assert discovered.result["supportedVersions"] == ["2026-07-28", *HANDSHAKE_VERSIONS]
         missing = await client.post(legacy_request(5, "resources/read", {"uri": "file:///x"}))
         assert missing.error == {
             "code": -32002,

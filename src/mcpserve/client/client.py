@@ -204,7 +204,7 @@ class Client:
         It speaks 2026-07-28 unless pinned to a handshake-era ``protocol_version`` (then it
         sends ``initialize``); ``negotiate=True`` settles the era as over HTTP:
         ``server/discover`` first, ``initialize`` when the server predates 2026-07-28."""
-        negotiate = negotiate or options.get("protocol_version") in c.LEGACY_VERSIONS
+        negotiate = negotiate or options.get("protocol_version") in c.HANDSHAKE_VERSIONS
         connection = StdioConnection(
             command, env=env, cwd=cwd, on_notification=None, negotiate=negotiate
         )

@@ -14,7 +14,7 @@ server keeps the client modern; everything else falls back to the handshake:
   is, fall back; otherwise the server speaks nothing we do, and that error is raised;
 * ``HeaderMismatch`` (-32020) or ``MissingClientCapability`` (-32021): a modern server
   refusing this request, raised as it is (falling back would hide the real problem);
-* any other JSON-RPC error (an unknown method, "missing session", a legacy server's own
+* any other JSON-RPC error (an unknown method, "missing session", a handshake-era server's own
   "unsupported version" code), any 4xx without a JSON-RPC body, or a discover result that
   lists no modern version or is not one at all: the handshake.
 
@@ -84,7 +84,7 @@ def modern_retry(exc: MCPError) -> str | None:
 
 async def negotiate(client: EraClient) -> None:
     """Settle the era with the server, then record what it said about itself."""
-    if client.protocol_version in c.LEGACY_VERSIONS:
+    if client.protocol_version in c.HANDSHAKE_VERSIONS:
         await handshake(client, client.protocol_version)
         return
     if client.pinned:
@@ -94,24 +94,24 @@ async def negotiate(client: EraClient) -> None:
     except MCPError as exc:
         if exc.code in _MODERN_REFUSALS:
             raise
-        legacy = c.LEGACY_VERSIONS[0]
+        version = c.HANDSHAKE_VERSIONS[0]
         if exc.code == c.UNSUPPORTED_PROTOCOL_VERSION:
-            listed = [v for v in c.LEGACY_VERSIONS if v in _supported(exc.data)]
+            listed = [v for v in c.HANDSHAKE_VERSIONS if v in _supported(exc.data)]
             if not listed and _supported(exc.data):
                 raise
-            legacy = listed[0] if listed else legacy
-        await handshake(client, legacy)
+            version = listed[0] if listed else version
+        await handshake(client, version)
         return
     except ConnectionError as exc:  # an HTTP answer without JSON-RPC in it has a status
         status = getattr(exc, "status", None)
         if not isinstance(status, int) or not 400 <= status < 500:
             raise
-        await handshake(client, c.LEGACY_VERSIONS[0])
+        await handshake(client, c.HANDSHAKE_VERSIONS[0])
         return
     versions = result.get("supportedVersions")
     mutual = [v for v in c.MODERN_VERSIONS if isinstance(versions, list) and v in versions]
     if not mutual:
-        await handshake(client, c.LEGACY_VERSIONS[0])
+        await handshake(client, c.HANDSHAKE_VERSIONS[0])
         return
     if client.protocol_version not in mutual:
         client.protocol_version = mutual[0]
@@ -127,10 +127,10 @@ async def handshake(client: EraClient, version: str) -> None:
     }
     result = await client.send_raw("initialize", params)
     agreed = result.get("protocolVersion")
-    if agreed not in c.LEGACY_VERSIONS:
+    if agreed not in c.HANDSHAKE_VERSIONS:
         raise MCPError(
             f"The server chose protocol version {agreed!r}, which this client "
-            f"does not speak (it speaks {', '.join(c.LEGACY_VERSIONS)})"
+            f"does not speak (it speaks {', '.join(c.HANDSHAKE_VERSIONS)})"
         )
     client.protocol_version = agreed
     client.legacy = True

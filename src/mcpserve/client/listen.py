@@ -126,7 +126,7 @@ class Subscription:
         self._opened = True
         self._client.subscriptions.add(self)
         if self._client.legacy:
-            await self._open_legacy()
+            await self._open_handshake()
             return
         listen_id = next_id()
         capabilities = None
@@ -170,7 +170,7 @@ class Subscription:
             self._client.router.subscriptions.pop(message["id"], None)
             self._queue.put_nowait(_END)
 
-    async def _open_legacy(self) -> None:
+    async def _open_handshake(self) -> None:
         capabilities = self._client.server_capabilities
         honoured: JSONDict = {}
         for key, (_, capability) in _LIST_CHANGES.items():

@@ -8,7 +8,7 @@ LATEST_VERSION: Final = "2026-07-28"
 #: Versions served statelessly, with per-request ``_meta``.
 MODERN_VERSIONS: Final = ("2026-07-28",)
 #: Handshake-era versions, served after ``initialize``.
-LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
 
 # Reserved ``_meta`` keys.
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"

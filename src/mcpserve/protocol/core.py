@@ -6,10 +6,11 @@ Whatever the transport and the era, a request goes through the two steps of
 ``prepare(message)``, synchronous and without I/O, turns one decoded request into a
 :class:`Request` ready to run, or raises the :class:`MCPError` to answer instead:
 
-1. the era. A request inside a handshake-era :class:`~.legacy.Session` (the transport says
-   so, by passing it; :func:`.legacy.era_of` is the rule) takes its protocol facts from
-   the session and its handler from the legacy table. Every other request is on the
-   2026-07-28 wire, and a legacy ``initialize`` reaching this far is refused;
+1. the era. A request inside a handshake-era :class:`~.handshake.Session` (the transport
+   says so, by passing it; :func:`.handshake.era_of` is the rule) takes its protocol facts
+   from the session and its handler from the handshake era's table. Every other request
+   is on the 2026-07-28 wire, and a handshake-era ``initialize`` reaching this far is
+   refused;
 2. ``checks.envelope``: the transport's own rules on the message (HTTP: the headers are
    present and equal the body; -32020);
 3. ``params._meta`` is read (-32602 when the version or client capabilities are missing);
@@ -31,9 +32,9 @@ its own (the task that cancelling the request cancels; the context learns which 
 awaiting starts). There is one path through the code for both.
 
 Results are stamped on the way out: ``resultType`` and the reserved ``serverInfo`` ``_meta``
-key on the 2026-07-28 wire, the legacy conversion (:mod:`.legacy`) for a session. Nothing
-here does I/O: notifications leave through the ``send`` callable a transport puts on the
-request, and the response is the transport's to write.
+key on the 2026-07-28 wire, the handshake era's conversion (:mod:`.handshake`) for a
+session. Nothing here does I/O: notifications leave through the ``send`` callable a
+transport puts on the request, and the response is the transport's to write.
 """
 
 from __future__ import annotations
@@ -229,8 +230,8 @@ class Dispatcher(Generic[C]):
         context: Callable[[Request], C],
         server_info: JSONDict | None,
         versions: Sequence[str] = c.MODERN_VERSIONS,
-        legacy_handlers: Mapping[str, Handler[C]] | None = None,
-        legacy_versions: Sequence[str] = (),
+        handshake_handlers: Mapping[str, Handler[C]] | None = None,
+        handshake_versions: Sequence[str] = (),
         notification_handlers: Mapping[str, Handler[C]] | None = None,
         any_notification: Handler[C] | None = None,
     ) -> None:
@@ -238,10 +239,10 @@ class Dispatcher(Generic[C]):
         #: Client notifications by method; ``any_notification`` for the others (middleware).
         self.notification_handlers = notification_handlers or {}
         self.any_notification = any_notification
-        self.legacy_handlers = legacy_handlers or {}
+        self.handshake_handlers = handshake_handlers or {}
         self.versions = frozenset(versions)
-        self.legacy_versions = frozenset(legacy_versions)
-        self.supported_versions = [*versions, *legacy_versions]
+        self.handshake_versions = frozenset(handshake_versions)
+        self.supported_versions = [*versions, *handshake_versions]
         self._context = context
         self._server_info = dict(server_info) if server_info else None
 
@@ -265,7 +266,7 @@ class Dispatcher(Generic[C]):
             params = {}
         if session is not None:
             meta = session.meta(params)
-            handler = self.legacy_handlers.get(method)
+            handler = self.handshake_handlers.get(method)
         else:
             if method == "initialize" and not has_modern_meta(params):
                 raise self.handshake_refusal(params)
@@ -308,7 +309,7 @@ class Dispatcher(Generic[C]):
         if version in self.versions:
             return
         message = None
-        if version in self.legacy_versions:
+        if version in self.handshake_versions:
             message = (
                 f"Protocol version {version} requires the initialize handshake; "
                 "per-request _meta needs one of " + ", ".join(sorted(self.versions))
@@ -316,7 +317,7 @@ class Dispatcher(Generic[C]):
         raise UnsupportedProtocolVersion(version[:64], self.supported_versions, message)
 
     def handshake_refusal(self, params: JSONDict) -> UnsupportedProtocolVersion:
-        """What a legacy ``initialize`` gets here: this server (or this wire) has no session
+        """What a handshake-era ``initialize`` gets here: this server (or this wire) has no session
         for it. Its message names the versions to use instead."""
         requested = params.get("protocolVersion")
         requested = requested[:64] if isinstance(requested, str) else ""

@@ -33,7 +33,7 @@ from .jsonrpc import notification
 from .meta import RequestMeta
 
 #: What a handshake-era ``initialize`` gets when it asks for a version we do not speak.
-NEWEST_HANDSHAKE = c.LEGACY_VERSIONS[0]
+NEWEST_HANDSHAKE = c.HANDSHAKE_VERSIONS[0]
 RESOURCE_NOT_FOUND = -32002
 _MODERN_ONLY_FIELDS = ("resultType", "ttlMs", "cacheScope")
 _LIST_CHANGES = frozenset({"tools", "prompts", "resources"})
@@ -69,7 +69,7 @@ def era_of(message: JSONDict) -> Era:
 
 def negotiate(requested: object) -> str:
     """The version a handshake-era ``initialize`` result names: the requested one if we speak it."""
-    if isinstance(requested, str) and requested in c.LEGACY_VERSIONS:
+    if isinstance(requested, str) and requested in c.HANDSHAKE_VERSIONS:
         return requested
     return NEWEST_HANDSHAKE
 

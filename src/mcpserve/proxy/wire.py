@@ -32,7 +32,7 @@ from ..protocol.errors import InternalError, MCPError, ResourceNotFound
 
 #: Codes that describe the proxy's own link to the upstream, not the client's request.
 _LINK_CODES = frozenset({c.INSUFFICIENT_SCOPE, c.HEADER_MISMATCH, c.UNSUPPORTED_PROTOCOL_VERSION})
-_LEGACY_RESOURCE_NOT_FOUND = -32002
+_HANDSHAKE_RESOURCE_NOT_FOUND = -32002
 #: What each method's result must hold, to be worth passing on.
 _RESULT_FIELDS = {
     "tools/call": ("content", list),
@@ -105,7 +105,7 @@ def downstream_error(exc: MCPError, method: str, params: JSONDict, upstream: str
         return UpstreamError(
             f"The upstream server {upstream} refused the proxy's {method}: {exc.message[:300]}"
         )
-    if code == _LEGACY_RESOURCE_NOT_FOUND and method == "resources/read":
+    if code == _HANDSHAKE_RESOURCE_NOT_FOUND and method == "resources/read":
         uri = params.get("uri")
         return ResourceNotFound(uri if isinstance(uri, str) else "")
     return MCPError(exc.message[:1000], code=code, data=exc.data)

@@ -135,7 +135,7 @@ class ServerConfig:
     @property
     def versions(self) -> list[str]:
         """The protocol versions served: 2026-07-28's, and the handshake era's unless off."""
-        return [*c.MODERN_VERSIONS, *(c.LEGACY_VERSIONS if self.handshake_era else ())]
+        return [*c.MODERN_VERSIONS, *(c.HANDSHAKE_VERSIONS if self.handshake_era else ())]
 
     def subscriptions(self, registry: Registry) -> Subscriptions:
         """``subscriptions/listen`` and the event bus, over ``registry``."""

@@ -125,8 +125,8 @@ class Pipeline:
             context=functools.partial(Context, runtime=self._runtime),
             server_info=self._server_info,
             versions=c.MODERN_VERSIONS,
-            legacy_handlers=handshake,
-            legacy_versions=c.LEGACY_VERSIONS if handshake is not None else (),
+            handshake_handlers=handshake,
+            handshake_versions=c.HANDSHAKE_VERSIONS if handshake is not None else (),
             notification_handlers=notifications,
             any_notification=any_notification,
         )

@@ -1,7 +1,7 @@
 """What a server says about itself and how it answers lists: fixed when the server is made.
 
 :func:`capabilities` derives the advertised capabilities from what is registered, so what
-``server/discover`` (and a legacy ``initialize``) promises is always what the method table
+``server/discover`` (and a handshake-era ``initialize``) promises is always what the method table
 serves (``docs/decisions.md``, "Capabilities follow the registry").
 """
 

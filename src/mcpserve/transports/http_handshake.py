@@ -51,7 +51,7 @@ logger = logging.getLogger("mcpserve.http")
 SESSION_HEADER = "mcp-session-id"
 _SESSION_BYTES = SESSION_HEADER.encode()
 _VERSION_BYTES = b"mcp-protocol-version"
-_HANDSHAKE_VERSIONS = frozenset(version.encode() for version in c.LEGACY_VERSIONS)
+_HANDSHAKE_VERSIONS = frozenset(version.encode() for version in c.HANDSHAKE_VERSIONS)
 _UNAVAILABLE = "The shared session store is unavailable; try again shortly"
 
 
@@ -344,7 +344,7 @@ def _problem(exc: Exception) -> str:
 def _version_problem(headers: Mapping[str, str]) -> str | None:
     """A handshake-era request's ``MCP-Protocol-Version``, when sent, must be one we speak."""
     version = headers.get("mcp-protocol-version")
-    if version is None or version.strip() in c.LEGACY_VERSIONS:
+    if version is None or version.strip() in c.HANDSHAKE_VERSIONS:
         return None
     return f"Unsupported MCP-Protocol-Version {version[:40]!r}"
 
