@@ -289,7 +289,7 @@ class Tasks:
 
     async def _execute(self, tool: Taskable, arguments: Any, ctx: Context) -> Result | None:
         """The tool's work; once it runs as a task, its end is recorded there."""
-        ctx._task = asyncio.current_task()  # ctx.cancelled follows this job, not the request
+        ctx.attach(asyncio.current_task())  # ctx.cancelled follows this job, not the request
         try:
             result = await tool.work(arguments, ctx)
         except asyncio.CancelledError:
