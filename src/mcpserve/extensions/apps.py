@@ -33,18 +33,16 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from .._types import JSONDict, UserFunction
 from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
 from ..protocol.errors import InternalError, new_ref
 from ..protocol.records import Record
+from ..server.context.context import Context
 from ..server.entries.entry import Pool, list_entry
 from ..server.entries.resources import CachePolicy, Resource
-
-if TYPE_CHECKING:
-    from ..server.context.context import Context
-    from ..server.registry import Registry
+from ..server.registry import Registry
 
 logger = logging.getLogger("mcpserve")
 

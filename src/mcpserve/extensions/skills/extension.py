@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from ..._types import JSONDict, Result
@@ -30,15 +30,13 @@ from ...protocol.core import Handler
 from ...protocol.errors import InternalError, InvalidParams, MethodNotFound
 from ...protocol.pagination import paginate
 from ...server.context.context import Context
+from ...server.entries.entry import Pool
+from ...server.entries.kinds import ResourceEntry
 from ...server.entries.resources import CachePolicy, Resource
 from ...server.methods import Method
+from ...server.registry import Registry
+from ...server.settings import Settings
 from .skill import MARKDOWN, SKILL_FILE, InvalidSkill, Skill, as_text, media_type
-
-if TYPE_CHECKING:
-    from ...server.entries.entry import Pool
-    from ...server.entries.kinds import ResourceEntry
-    from ...server.registry import Registry
-    from ...server.settings import Settings
 
 DIRECTORY = "inode/directory"
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from ...protocol.frontmatter import FrontmatterError, parse_frontmatter
+from ...server.entries.cache import CachePolicy
 from .skill import (
     MAX_TOTAL_BYTES,
     SKILL_FILE,
@@ -31,9 +31,6 @@ from .skill import (
     check_frontmatter,
     skill_path,
 )
-
-if TYPE_CHECKING:
-    from ...server.entries.cache import CachePolicy
 
 _SKIPPED = frozenset({"__pycache__"})
 

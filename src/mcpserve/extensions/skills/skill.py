@@ -26,16 +26,14 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 from urllib.parse import quote
 
 from ..._types import JSONDict, UserFunction
 from ...protocol.frontmatter import render_frontmatter
+from ...server.entries.cache import CachePolicy
 from ...server.entries.entry import scope_set
 from ...server.schema.docstrings import parse_docstring
-
-if TYPE_CHECKING:
-    from ...server.entries.cache import CachePolicy
 
 SKILL_FILE = "SKILL.md"
 #: What every host must accept of one skill; a server should not serve more.

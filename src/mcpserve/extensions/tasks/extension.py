@@ -9,19 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
+from ..._types import JSONDict
 from ...protocol.core import Handler
 from ...protocol.tasks import TASKS_EXTENSION
 from ...server.methods import Method
+from ...server.runtime import Runtime
+from ...server.subscriptions import Subscriptions
 from .methods import TaskMethods
+from .records import TaskStore
 from .runner import Tasks
-
-if TYPE_CHECKING:
-    from ..._types import JSONDict
-    from ...server.runtime import Runtime
-    from ...server.subscriptions import Subscriptions
-    from .records import TaskStore
 
 
 class TasksExtension:

@@ -13,15 +13,13 @@ effect on its next ``tasks/get``, as the extension allows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._types import Result
 from ...protocol.errors import InternalError, InvalidParams, MissingClientCapability
+from ...server.context.context import Context
 from .records import TASKS_EXTENSION, TaskRecord, TaskStoreUnavailable
 from .runner import CONTROL_EVENT, REQUIRED_EXTENSION, STORE_UNAVAILABLE, Tasks
-
-if TYPE_CHECKING:
-    from ...server.context.context import Context
 
 
 class TaskMethods:

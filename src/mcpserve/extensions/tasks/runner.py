@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ..._types import JSONDict, Result, UserFunction
 from ...protocol import constants as c
@@ -44,6 +44,7 @@ from ...protocol.jsonrpc import dumps
 from ...server.context.context import Context
 from ...server.context.rounds import MISSING, InputRequest
 from ...server.entries.tools import Tool
+from ...server.runtime import Runtime
 from .records import (
     TASKS_EXTENSION,
     MemoryTaskStore,
@@ -52,9 +53,6 @@ from .records import (
     TaskStoreUnavailable,
     TooManyTasks,
 )
-
-if TYPE_CHECKING:
-    from ...server.runtime import Runtime
 
 logger = logging.getLogger("mcpserve.tasks")
 
