@@ -34,19 +34,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from typing_extensions import Unpack
 
 from .._types import JSONDict, Result
+from ..server.context.context import Context
 from ..server.entries.entry import InvalidArguments
-from ..server.entries.kinds import TOOL_NAME, error_result
+from ..server.entries.kinds import TOOL_NAME, TaskMode, ToolEntry, error_result
+from ..server.registry import Registry
 from ..server.schema.raw import RawSchema
-
-if TYPE_CHECKING:
-    from ..server.context.context import Context
-    from ..server.entries.kinds import TaskMode, ToolEntry
-    from ..server.registry import Registry
 
 
 class TaskCaller(Protocol):

@@ -28,23 +28,24 @@ from typing import TYPE_CHECKING, Any
 from ..._types import JSONDict, JSONValue, Result
 from ...protocol.core import answered
 from ...server.context.context import Context
+from ...server.entries.cache import CachePolicy
+from ...server.entries.kinds import (
+    Entry,
+    PromptEntry,
+    ResourceEntry,
+    TaskMode,
+    TemplateEntry,
+    ToolEntry,
+)
 from ...server.entries.uri_template import URITemplate
 from ...server.middleware import Middleware, compose, for_method
+from ...server.registry import Registry
 from ...server.runtime import Runtime
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # load on first use: the tasks extension, requestState sealing
     from ...extensions.tasks.runner import Tasks, TaskStart
     from ...protocol.request_state import StateSealer
-    from ...server.entries.cache import CachePolicy
-    from ...server.entries.kinds import (
-        Entry,
-        PromptEntry,
-        ResourceEntry,
-        TaskMode,
-        TemplateEntry,
-        ToolEntry,
-    )
-    from ...server.registry import Registry
+
 #: How an entry answers one call: its ``run``, a task tool's ``work``.
 EntryCall = Callable[[JSONValue, "Context"], "Result | Awaitable[Result]"]
 

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Protocol
 from ..._types import JSONDict
 from ...protocol.core import answered
 from ...server.context.context import Context
+from ...server.entries.kinds import Entry
 from ...server.entries.resource_lister import ResourceLister
+from ...server.registry import ListKind, Registry
+from .entries import Namespace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool's module loads with the first blocking handler
     from concurrent.futures import ThreadPoolExecutor
-
-    from ...server.entries.kinds import Entry
-    from ...server.registry import ListKind, Registry
-    from .entries import Namespace
 
 
 class ListingParent(Protocol):

@@ -32,22 +32,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._types import Event, JSONDict
 from ...server.bus import resource_updated
-from ...server.entries.kinds import TOOL_NAME
+from ...server.entries.kinds import TOOL_NAME, Entry
+from ...server.entries.tools import Tool
+from ...server.middleware import Middleware
+from ...server.registry import CompletionKey, ListKind, Registry
+from ...server.runtime import Runtime
+from ...server.subscriptions import Subscriptions
 from .entries import Copier, Namespace
 from .listers import Listers
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool, skills, tasks and transformations load on first use
     from concurrent.futures import ThreadPoolExecutor
 
     from ...extensions.skills.extension import Skills
     from ...extensions.skills.skill import Skill
     from ...extensions.tasks.runner import Tasks
-    from ...server.entries.kinds import Entry
-    from ...server.entries.tools import Tool
-    from ...server.middleware import Middleware
-    from ...server.registry import CompletionKey, ListKind, Registry
-    from ...server.runtime import Runtime
-    from ...server.subscriptions import Subscriptions
     from ..transform import ToolTransform
 
 logger = logging.getLogger("mcpserve.mounting")

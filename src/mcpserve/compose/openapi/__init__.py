@@ -34,16 +34,16 @@ from typing_extensions import Unpack
 
 from ..._extras import needs_extra
 from ..._types import JSONDict
+from ...server.entries.entry import Pool
+from ...server.entries.kinds import ToolEntry
+from ...server.registry import Registry
 from .schemas import Translator, UnsupportedSchema, follow_refs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool's module, httpx2 and the calls (httpx2) load on first use
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx2
 
-    from ...server.entries.entry import Pool
-    from ...server.entries.kinds import ToolEntry
-    from ...server.registry import Registry
     from .calls import OperationTool
 
 logger = logging.getLogger("mcpserve")
