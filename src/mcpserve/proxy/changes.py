@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._types import JSONDict
 from ..protocol.errors import MCPError
+from .upstream import Upstream
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the client loads only for an upstream that needs one (upstream.py)
     from ..client.client import Client
-    from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
 

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 from .._types import JSONDict, JSONValue
 from ..protocol.header_annotations import header_annotations
 from ..server.context.context import Context
+from ..server.entries.cache import CachePolicy
+from ..server.entries.kinds import TaskMode
 from .exchange import Forwarded
+from .forwarding import Forwarder
 from .wire import UpstreamError
 
-if TYPE_CHECKING:
-    from ..server.entries.cache import CachePolicy
-    from ..server.entries.kinds import TaskMode
+if TYPE_CHECKING:  # loads with the first template an upstream lists
     from ..server.entries.uri_template import URITemplate
-    from .forwarding import Forwarder
 
 Answer = Coroutine[Any, Any, JSONDict]
 _NONE: frozenset[str] = frozenset()

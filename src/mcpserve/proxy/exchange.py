@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import asyncio
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
 
 from .._types import JSONDict, JSONValue
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import notification
+from ..server.context.context import Context
 from .wire import can_answer, modern_question, session_question
-
-if TYPE_CHECKING:
-    from ..server.context.context import Context
 
 #: The exchange whose upstream call the current task is making.
 CURRENT: ContextVar[Exchange | None] = ContextVar("mcpserve_proxy_exchange", default=None)

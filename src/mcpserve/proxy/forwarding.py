@@ -52,15 +52,14 @@ from .._types import JSONDict
 from ..extensions.tasks.records import TASKS_EXTENSION
 from ..protocol import constants as c
 from ..protocol.errors import InternalError, InvalidParams, MCPError
+from ..server.context.context import Context
 from .exchange import CURRENT, Exchange, Forwarded, ask_session
 from .sessions import SessionLink, SessionLinks
-from .upstream import CLIENT_INFO, UpstreamUnavailable
+from .upstream import CLIENT_INFO, Upstream, UpstreamUnavailable
 from .wire import UpstreamError, can_answer, clean_result, downstream_error
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # requestState sealing loads with the first sealed state
     from ..protocol.request_state import Binding
-    from ..server.context.context import Context
-    from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
 

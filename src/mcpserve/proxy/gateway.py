@@ -24,16 +24,14 @@ use (``{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}}}}``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._types import JSONDict
+from ..server.context.context import Context
+from ..server.middleware import CallNext
 from .host import H, ProxyHost, ServerClass
 from .proxy import SUBSCRIBING, Proxy, proxy_server, subscribed_uris
 from .upstream import Upstream, UpstreamTarget
-
-if TYPE_CHECKING:
-    from ..server.context.context import Context
-    from ..server.middleware import CallNext
 
 
 def gateway_server(

@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
+from ..extensions.tasks.runner import Tasks
+from ..server.middleware import Middleware
+from ..server.registry import Registry
+from ..server.runtime import Runtime
+from ..server.settings import Settings
+from ..server.subscriptions import Subscriptions
+
+if TYPE_CHECKING:  # mounting loads only for a host that mounts
     from ..compose.mount.mount import Mount
-    from ..extensions.tasks.runner import Tasks
-    from ..server.middleware import Middleware
-    from ..server.registry import Registry
-    from ..server.runtime import Runtime
-    from ..server.settings import Settings
-    from ..server.subscriptions import Subscriptions
 
 
 class ProxyHost(Protocol):

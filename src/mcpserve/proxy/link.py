@@ -36,7 +36,7 @@ import contextlib
 import re
 import ssl
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -45,13 +45,10 @@ from .._types import JSONDict
 from ..client.connections import NotificationHandler, deliver
 from ..client.http_answers import DRAIN_SECONDS, HTTPStatusError, is_response
 from ..client.mirroring import ToolHeaders, request_headers
-from ..client.sse import events
+from ..client.sse import Event, events
 from ..protocol import constants as c
 from ..protocol.http_headers import name_for
 from ..protocol.jsonrpc import dumps, loads
-
-if TYPE_CHECKING:
-    from ..client.sse import Event
 
 #: Idle sockets kept for reuse, at most.
 MAX_IDLE = 64

@@ -25,11 +25,14 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._types import JSONDict, JSONValue
+from ..extensions.tasks.runner import Tasks
 from ..protocol.errors import MCPError
 from ..protocol.handshake import handshake_tool
+from ..server.entries.kinds import Entry
+from ..server.registry import CompletionKey, Registry
 from .changes import ListSource
 from .entries import (
     ForwardedCompleter,
@@ -38,16 +41,10 @@ from .entries import (
     ForwardedTemplate,
     ForwardedTool,
 )
+from .forwarding import Forwarder
 from .tasks import ForwardedTaskTool
-from .upstream import UpstreamUnavailable
+from .upstream import Upstream, UpstreamUnavailable
 from .wire import UpstreamError
-
-if TYPE_CHECKING:
-    from ..extensions.tasks.runner import Tasks
-    from ..server.entries.kinds import Entry
-    from ..server.registry import CompletionKey, Registry
-    from .forwarding import Forwarder
-    from .upstream import Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
 

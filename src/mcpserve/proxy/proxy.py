@@ -22,20 +22,19 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._types import JSONDict
+from ..protocol.core import Auth
+from ..server.context.context import Context
+from ..server.middleware import CallNext
 from .changes import Changes
+from .exchange import Exchange
 from .forwarding import Forwarder
 from .host import H, ProxyHost, ServerClass
 from .mirror import Mirror
+from .sessions import SessionLink
 from .upstream import Upstream, UpstreamTarget
 
 if TYPE_CHECKING:
     import httpx2
-
-    from ..protocol.core import Auth
-    from ..server.context.context import Context
-    from ..server.middleware import CallNext
-    from .exchange import Exchange
-    from .sessions import SessionLink
 
 logger = logging.getLogger("mcpserve.proxy")
 

@@ -44,16 +44,15 @@ from .._types import JSONDict
 from ..client.connections import next_id
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
+from ..protocol.handshake import Session
+from ..server.context.context import Context
 from .changes import spawn
 from .exchange import CURRENT, Exchange, ask_session
-from .upstream import UpstreamUnavailable, is_url, upstream_error
+from .upstream import ProgressHandler, Upstream, UpstreamUnavailable, is_url, upstream_error
 from .wire import UpstreamError, can_answer
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the client loads only for an upstream that needs one (upstream.py)
     from ..client.client import Client
-    from ..protocol.handshake import Session
-    from ..server.context.context import Context
-    from .upstream import ProgressHandler, Upstream
 
 logger = logging.getLogger("mcpserve.proxy")
 

@@ -31,20 +31,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._types import JSONDict, JSONValue
-from ..extensions.tasks.runner import running_task_of
+from ..extensions.tasks.runner import RunningTask, TaskMode, Tasks, TaskStart, running_task_of
 from ..protocol.errors import MCPError
+from ..server.context.context import Context
 from ..server.context.rounds import MISSING, required_capabilities
 from .entries import ForwardedTool
+from .forwarding import Forwarder
 from .upstream import UpstreamUnavailable
 from .wire import UpstreamError, clean_result, downstream_error
-
-if TYPE_CHECKING:
-    from ..extensions.tasks.runner import RunningTask, TaskMode, Tasks, TaskStart
-    from ..server.context.context import Context
-    from .forwarding import Forwarder
 
 logger = logging.getLogger("mcpserve.proxy")
 

@@ -44,7 +44,7 @@ from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from .wire import UpstreamError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded only for an upstream that needs them (_new_client, _http)
     import httpx2
 
     from ..client.client import Client
