@@ -71,7 +71,7 @@ from .handlers import ElicitHandler, Handlers, InputHandler, RootsHandler, Sampl
 from .listen import Subscription, notification_filter
 from .notifications import LogHandler, ProgressHandler, Router
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # httpx2, OAuth, skills and tasks load only for a client that uses them
     import httpx2
 
     from .oauth.flow import OAuthFlow

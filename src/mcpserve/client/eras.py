@@ -32,16 +32,14 @@ one, as the spec has a client start: :func:`renew`.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from .connections import Connection
 from .handlers import Handlers
-
-if TYPE_CHECKING:
-    from .listen import Subscription
+from .listen import Subscription
 
 
 class EraClient(Protocol):

@@ -45,7 +45,7 @@ from ..protocol.errors import MethodNotFound
 from ..protocol.input_answers import ElicitResult, Root, SampleResult
 from .connections import NotificationHandler
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool's module loads with the first blocking handler
     from concurrent.futures import ThreadPoolExecutor
 
 _T = TypeVar("_T")

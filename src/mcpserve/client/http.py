@@ -42,7 +42,7 @@ from .http_answers import HTTPStatusError, decode, drain, is_response, is_stream
 from .mirroring import ToolHeaders, request_headers
 from .sse import events
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the handshake era's session and OAuth load only for a server that needs them
     from .http_handshake import Session
     from .oauth.flow import OAuthFlow
 

@@ -40,16 +40,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .._types import JSONDict
 from ..protocol import constants as c
 from ..protocol.errors import MCPError, MethodNotFound
 from ..protocol.tasks import TERMINAL, declaring_tasks
 from .handlers import Handlers
-
-if TYPE_CHECKING:
-    from .listen import Subscription
+from .listen import Subscription
 
 __all__ = ["TaskCancelled", "TaskHandle"]
 

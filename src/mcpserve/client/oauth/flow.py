@@ -38,11 +38,12 @@ import logging
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import httpx2
 
 from ...auth.resource_uri import canonical_resource
+from .assertion import PrivateKeyJWT
 from .challenge import BearerChallenge
 from .endpoints import request_tokens
 from .errors import OAuthError
@@ -53,9 +54,6 @@ from .metadata import (
     fetch_resource_metadata,
 )
 from .tokens import ClientRegistration, MemoryTokenStorage, Tokens, TokenStorage
-
-if TYPE_CHECKING:
-    from .assertion import PrivateKeyJWT
 
 logger = logging.getLogger("mcpserve.client.oauth")
 

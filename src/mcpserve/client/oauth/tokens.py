@@ -20,12 +20,10 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..._types import JSONDict
-
-if TYPE_CHECKING:
-    from .assertion import PrivateKeyJWT
+from .assertion import PrivateKeyJWT
 
 #: A token this close to its expiry is renewed before it is sent.
 EXPIRY_LEEWAY = 30.0
