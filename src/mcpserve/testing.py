@@ -50,10 +50,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._extras import needs_extra
+from .server.server import Server
 
 if TYPE_CHECKING:
     from .client.client import Client
-    from .server.server import Server
 
     async_fixture = pytest.fixture
 else:
@@ -101,8 +101,6 @@ def pytest_pycollect_makeitem(
 def load_server(target: Any) -> Server:
     """``target`` if it is a :class:`~mcpserve.Server`, else the one its import path names
     (``"package.module:attribute"``)."""
-    from .server.server import Server
-
     found = target
     if isinstance(target, str):
         import pkgutil

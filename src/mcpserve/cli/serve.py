@@ -24,19 +24,22 @@ import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from .. import _environment as environment
+from ..transports.serve import (
+    PortUnavailable,
+    check_port,
+    end_listens_on_exit_signals,
+    require_shared_state,
+)
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
 from .targets import display_name, load_server, target_file
 from .terminal import say
 from .use import read_env_file
-
-if TYPE_CHECKING:
-    from ..transports.serve import PortUnavailable
 
 NEEDS_HTTP = (
     'Serving HTTP needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
@@ -137,8 +140,6 @@ def run(
                 proxy_headers=proxy_headers,
             )
         return
-    from ..transports.serve import check_port, require_shared_state
-
     try:
         require_shared_state(server, workers)
     except RuntimeError as exc:
@@ -172,8 +173,6 @@ def run(
 def start_failures_said() -> Iterator[None]:
     """A port that cannot be listened on, said in one line with what to do (exit status 1):
     the command was typed right, but the machine is not ready for it."""
-    from ..transports.serve import PortUnavailable
-
     try:
         yield
     except PortUnavailable as exc:
@@ -195,8 +194,6 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
 
     # Checked here, once: the reloader would otherwise report a missing file only from
     # each worker it starts. The target is not imported here; every worker imports it.
-    from ..transports.serve import check_port
-
     file = target_file(target)
     watched = (file.resolve().parent if file is not None else Path.cwd()).resolve()
     with start_failures_said():
@@ -255,8 +252,6 @@ def require_uvicorn() -> None:
 
 def worker_app() -> Any:
     """The ASGI app of one process started by ``run --workers N`` or ``run --reload``."""
-    from ..transports.serve import end_listens_on_exit_signals
-
     server = load_server(environment.read(environment.WORKER_TARGET) or "")
     end_listens_on_exit_signals(server)  # uvicorn stops a worker with SIGTERM
     path, host = (

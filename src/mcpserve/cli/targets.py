@@ -15,12 +15,9 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ..server.server import Server
 from .errors import Mistake
-
-if TYPE_CHECKING:
-    from ..server.server import Server
 
 _CONVENTIONAL_NAMES = ("server", "app", "mcp")
 
@@ -63,8 +60,6 @@ def absolute_target(target: str) -> str:
 
 def load_server(target: str) -> Server:
     """Import ``file.py[:name]`` or ``package.module[:name]`` and return its Server."""
-    from ..server.server import Server
-
     location, attribute = split_target(target)
     path = target_file(target)
     if path is not None:

@@ -30,11 +30,11 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._extras import needs_extra
+from ..server.server import Server
 from .assets import asset_routes
 from .sandbox import SandboxPage
 
 if TYPE_CHECKING:
-    from ..server.server import Server
     from ..transports.http import HTTPApp
 
 __all__ = ["dev_app", "serve_dev"]
