@@ -22,7 +22,7 @@ import typing
 
 from .._extras import needs_extra
 
-if typing.TYPE_CHECKING:
+if typing.TYPE_CHECKING:  # each loads on first use, by __getattr__ below
     from .introspection import IntrospectionVerifier as IntrospectionVerifier
     from .jwt import JWTVerifier as JWTVerifier
     from .resource import ResourceServer as ResourceServer

@@ -42,10 +42,11 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2
 import jwt
+from jwt.types import Options
 
 from .._types import JSONDict
 from .jwks import SIGNING_ALGORITHMS, KeySet, PinnedKeys
@@ -58,9 +59,6 @@ from .tokens import (
     parse_scopes,
     principal_of,
 )
-
-if TYPE_CHECKING:
-    from jwt.types import Options
 
 DEFAULT_ALGORITHMS = (
     *("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),
