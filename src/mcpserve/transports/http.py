@@ -62,6 +62,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._serving import Authenticate
 from .._types import JSONDict, Receive, Scope, Send
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
@@ -83,8 +84,7 @@ from .responses import (
     send_plain,
 )
 
-if TYPE_CHECKING:
-    from .._serving import Authenticate
+if TYPE_CHECKING:  # auth/ loads only for a server with auth=
     from ..auth.resource import ResourceServer
 
 logger = logging.getLogger("mcpserve.http")

@@ -34,10 +34,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .._extras import needs_extra
+from .._serving import Authenticate
 from .endpoint import Endpoint, Servable, endpoint_of
 
 if TYPE_CHECKING:
-    from .._serving import Authenticate
     from .http import HTTPApp
 
 
