@@ -14,21 +14,21 @@ import os
 from typing import TYPE_CHECKING, TypedDict
 
 from .. import _environment as environment
+from .._types import JSONDict
 from ..backends.buses import bus_from_url
 from ..protocol import constants as c
 from .bus import LocalBus, SubscriptionBus
 from .entries.cache import CachePolicy
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
+from .registry import Registry
 from .runtime import AnswersWithoutState, Runtime
 from .settings import Settings
 from .subscriptions import Subscriptions
 
-if TYPE_CHECKING:
-    from .._types import JSONDict
+if TYPE_CHECKING:  # auth/ loads only with auth=; extensions/ sits above server/
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
     from ..extensions.tasks.records import TaskStore
-    from .registry import Registry
 
 logger = logging.getLogger("mcpserve")
 

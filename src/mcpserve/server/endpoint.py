@@ -18,7 +18,7 @@ from .._types import EventListener, JSONDict, Scope
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # auth/ loads only for a server with auth=
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
 

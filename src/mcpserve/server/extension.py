@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .._types import JSONDict
-    from .methods import Method
+from .._types import JSONDict
+from .methods import Method
 
 
 class Extension(Protocol):

@@ -14,8 +14,6 @@ transport:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .._types import JSONDict
 from ..protocol.constants import APPS_EXTENSION
 from ..protocol.errors import (
@@ -23,10 +21,8 @@ from ..protocol.errors import (
 )
 from ..protocol.handshake import Session, negotiate
 from ..protocol.jsonrpc import error_response
+from .registry import Registry
 from .settings import Settings, capabilities
-
-if TYPE_CHECKING:
-    from .registry import Registry
 
 
 class Handshake:

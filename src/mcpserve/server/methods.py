@@ -28,18 +28,18 @@ from .._types import JSONDict, Result
 from ..protocol import constants as c
 from ..protocol.core import Answer, Handler
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
+from ..protocol.handshake import Session
 from ..protocol.pagination import paginate
 from .context.context import Context
 from .entries.cache import CachePolicy
 from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
+from .entries.tools import Tool
+from .registry import Registry
 from .settings import Settings
+from .subscriptions import Subscriptions
 
-if TYPE_CHECKING:
-    from ..protocol.handshake import Session
+if TYPE_CHECKING:  # loads with the first prompt
     from .entries.prompts import Prompt
-    from .entries.tools import Tool
-    from .registry import Registry
-    from .subscriptions import Subscriptions
 
 MethodTable = dict[str, Handler[Context]]
 #: A core method's answer to one request: the request's context in, the result out, now or

@@ -29,14 +29,14 @@ from ..protocol.jsonrpc import error_response
 from ..protocol.meta import RequestMeta
 from .context.context import Context
 from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
+from .extension import Extensions
+from .handshake import Handshake
 from .methods import Method, MethodTable, split
 from .middleware import Middleware, Scoped, compose, for_method
+from .runtime import Runtime
 
-if TYPE_CHECKING:
-    from .extension import Extensions
-    from .handshake import Handshake
+if TYPE_CHECKING:  # loads with the first notification handler
     from .notifications import NotificationHandler
-    from .runtime import Runtime
 
 
 class Pipeline:

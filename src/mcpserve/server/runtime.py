@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import _environment as environment
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool's module and requestState sealing load on first use
     from concurrent.futures import ThreadPoolExecutor
 
     from ..protocol.request_state import StateSealer

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
@@ -28,7 +29,7 @@ from .bus import resource_updated
 from .config import ServerConfig, ServerOptions
 from .custom import CustomMethod
 from .endpoint import ServerEndpoint
-from .entries.kinds import is_entry
+from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry, is_entry
 from .entries.options import Options, ResourceOptions, ToolOptions
 from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
 from .entries.tools import Tool
@@ -41,8 +42,7 @@ from .pipeline import Pipeline
 from .registry import Registry
 from .settings import capabilities
 
-if TYPE_CHECKING:
-    import os
+if TYPE_CHECKING:  # each loads on first use: thread pool, httpx2, serving, compose/, extensions/
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx2
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from ..extensions.skills.skill import Skill, SkillOptions
     from ..extensions.tasks.extension import TasksExtension
     from ..extensions.tasks.runner import Tasks
-    from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
     from .entries.prompts import Prompt
 
 F = TypeVar("F", bound=Callable[..., Any])

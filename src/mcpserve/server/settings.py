@@ -8,14 +8,12 @@ serves (``docs/decisions.md``, "Capabilities follow the registry").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._types import JSONDict
 from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION, TASKS_EXTENSION
 from .entries.cache import CachePolicy
-
-if TYPE_CHECKING:
-    from .._types import JSONDict
-    from .registry import Registry
+from .registry import Registry
 
 
 class Settings:

@@ -23,7 +23,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._types import Event, EventListener, JSONDict
 from ..protocol import constants as c
@@ -31,10 +31,8 @@ from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InvalidParams, InvalidRequest
 from ..protocol.jsonrpc import RequestId
 from .bus import SubscriptionBus
-
-if TYPE_CHECKING:
-    from .context.context import Context
-    from .registry import Registry
+from .context.context import Context
+from .registry import Registry
 
 logger = logging.getLogger("mcpserve.subscriptions")
 

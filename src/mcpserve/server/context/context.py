@@ -30,6 +30,7 @@ from ...protocol.capabilities import missing_capabilities
 from ...protocol.core import Auth, Request
 from ...protocol.errors import InsufficientScope
 from ...protocol.jsonrpc import RequestId, notification
+from ..runtime import Runtime
 from .rounds import InputRequest, Rounds
 
 _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
@@ -44,9 +45,8 @@ class RunningTask(Protocol):
     async def progress(self, message: str) -> None: ...
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the HTTP request's view and the input questions load on first use
     from ..http_request import HTTPRequest
-    from ..runtime import Runtime
     from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
 
 _PYTHON_LEVELS = {

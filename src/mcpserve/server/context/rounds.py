@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from ..._types import JSONDict
 from ...protocol import constants as c
 from ...protocol.capabilities import missing_capabilities
+from ...protocol.core import Request
 from ...protocol.errors import InvalidParams, MissingClientCapability
 from ...protocol.records import Record
+from ..runtime import Runtime
 
-if TYPE_CHECKING:
-    from ...protocol.core import Request
+if TYPE_CHECKING:  # requestState sealing loads with the first sealed state
     from ...protocol.request_state import Binding
-    from ..runtime import Runtime
 
 logger = logging.getLogger("mcpserve.state")
 

@@ -12,17 +12,15 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..._types import JSONDict
 from ...protocol.capabilities import missing_capabilities
+from ...protocol.core import Request
 from ...protocol.errors import InvalidParams, MCPError, MissingClientCapability, ToolError
 from ...protocol.handshake import SessionEnded
+from ..runtime import Runtime
 from .rounds import MISSING, InputRequest
-
-if TYPE_CHECKING:
-    from ...protocol.core import Request
-    from ..runtime import Runtime
 
 _ASK_ATTEMPTS = 3
 

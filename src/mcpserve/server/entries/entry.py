@@ -41,7 +41,7 @@ from ..context.context import Context
 from ..context.rounds import InputRequired, NeedInput
 from ..schema.signature import ArgumentSpec, inspect_arguments, parse_docstring
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool's module loads with the first blocking handler
     from concurrent.futures import ThreadPoolExecutor
 
 Pool = Callable[[], "ThreadPoolExecutor"]

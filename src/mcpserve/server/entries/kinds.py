@@ -22,10 +22,10 @@ from typing_extensions import TypeIs
 
 from ..._content import text
 from ..._types import JSONDict, Result
+from ..context.context import Context
+from .cache import CachePolicy
 
-if TYPE_CHECKING:
-    from ..context.context import Context
-    from .cache import CachePolicy
+if TYPE_CHECKING:  # loads with the first resource template
     from .uri_template import URITemplate
 
 TaskMode = Literal["optional", "required"]

@@ -9,13 +9,11 @@ make of a tool (a task, an app); :class:`ResourceOptions` is a resource's or a t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from ..._types import JSONDict
 from .cache import CachePolicy
-
-if TYPE_CHECKING:
-    from .kinds import ResourceEntry
+from .kinds import ResourceEntry
 
 
 class Options(TypedDict, total=False):

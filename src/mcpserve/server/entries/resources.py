@@ -29,7 +29,7 @@ from .cache import CacheScope as CacheScope
 from .entry import FunctionEntry, InvalidArguments, Pool, list_entry
 from .options import ResourceOptions, refuse_unknown
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loads with the first resource template
     from .uri_template import URITemplate
 
 

@@ -20,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pydantic
+from typing_extensions import Unpack
 
 from ..._content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
 from ..._types import JSONDict, UserFunction
@@ -36,9 +37,7 @@ from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entr
 from .kinds import TOOL_NAME, TaskMode, error_result
 from .options import ToolFields, refuse_unknown
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
+if TYPE_CHECKING:  # compose/ sits above server/
     from ...compose.transform import ToolChanges, TransformedTool
 
 logger = logging.getLogger("mcpserve")
