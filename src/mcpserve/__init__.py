@@ -44,7 +44,7 @@ from .server.schema.errors import RegistrationError as RegistrationError
 from .server.schema.signature import Header as Header
 from .server.server import Server as Server
 
-if typing.TYPE_CHECKING:
+if typing.TYPE_CHECKING:  # each loads on first use, by __getattr__ below
     from .backends.redis.tasks import RedisTaskStore as RedisTaskStore
     from .backends.sqlite.tasks import SQLiteTaskStore as SQLiteTaskStore
     from .client.client import Client as Client

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ._types import UserFunction, UserFunctionT
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the thread pool's module loads with the first blocking handler
     from concurrent.futures import ThreadPoolExecutor
 
 #: Calls the user's function with its validated arguments; what it returned.

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TypedDict
 
-if TYPE_CHECKING:
-    from ._types import ASGIApp
+from ._types import ASGIApp
+
+if TYPE_CHECKING:  # auth/ and protocol/ sit above this module (and auth/ loads on first use)
     from .auth.resource import ResourceServer
     from .auth.tokens import TokenVerifier
     from .protocol.core import Auth
