@@ -145,10 +145,11 @@ class HandshakeInitialize:
 class ServerEndpoint:
     """One server, as its transports see it (:class:`~mcpserve.transports.endpoint.Endpoint`)."""
 
-    __slots__ = ("_server", "events", "handshake")
+    __slots__ = ("_dispatcher", "_server", "events", "handshake")
 
     def __init__(self, server: ServerParts) -> None:
         self._server = server
+        self._dispatcher = server.pipeline.dispatcher  # read on every message
         self.events = SubscriptionEvents(server.subscriptions)
         self.handshake = HandshakeInitialize(server) if server.handshake is not None else None
 
@@ -158,7 +159,7 @@ class ServerEndpoint:
 
     @property
     def dispatcher(self) -> Dispatcher[Any]:
-        return self._server.pipeline.dispatcher()
+        return self._dispatcher()
 
     @property
     def redis_url(self) -> str | None:

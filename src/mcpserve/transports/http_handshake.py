@@ -38,6 +38,7 @@ from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
 from ..protocol.core import Auth, answered, refuse_duplicate_id
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
+from ..protocol.handshake import Era, era_of
 from ..protocol.handshake_state import Peer, Route, route
 from ..protocol.jsonrpc import Kind, error_response, readable_id
 from .endpoint import Endpoint
@@ -106,6 +107,8 @@ class HTTPHandshake:
         """Where a POSTed message goes (:data:`~mcpserve.protocol.handshake_state.ROUTES`):
         a session id places it in a session; outside one, a handshake-era (or no)
         ``MCP-Protocol-Version`` is the handshake era's."""
+        if era_of(message) is Era.MODERN:  # the commonest answer, before any header is read
+            return Route.MODERN
         version = headers.get(_VERSION_BYTES)
         peer = (
             Peer.HANDSHAKE_HEADERS

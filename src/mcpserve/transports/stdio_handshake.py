@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from .._types import JSONDict
 from ..protocol.core import ANONYMOUS
-from ..protocol.handshake import Session
+from ..protocol.handshake import Era, Session, era_of
 from ..protocol.handshake_state import HandshakeState, Peer, Route
 from ..protocol.jsonrpc import Kind
 from .endpoint import HandshakeFront, ServerEvents
@@ -47,6 +47,8 @@ class StdioHandshake:
 
     def route(self, message: JSONDict, kind: Kind) -> Route:
         """Where ``message`` goes (:data:`~mcpserve.protocol.handshake_state.ROUTES`)."""
+        if era_of(message) is Era.MODERN:  # the commonest answer, in one call
+            return Route.MODERN
         return self._state.route(message, kind)
 
     def accept(self, message: JSONDict, route: Route) -> Session | None:
