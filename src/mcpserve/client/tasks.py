@@ -39,6 +39,7 @@ which never changes: ``result()`` again asks the server nothing.
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -86,35 +87,37 @@ class TaskCancelled(Exception):
         self.status_message = status_message
 
 
-class TaskHandle:
+class TaskHandle(ABC):
     """A tool call the server runs as a task (or has answered already). Made by
-    ``client.call_tool(..., task=True)``; usable while its client is open."""
+    ``client.call_tool(..., task=True)``; usable while its client is open. Three kinds
+    implement it: a call answered at once, a task of the tasks extension, a handshake-era
+    task."""
 
     #: The server's id of the task; ``None`` when the call was answered at once.
     task_id: str | None = None
 
+    @abstractmethod
     async def result(self, *, listen: bool = False) -> JSONDict:
         """Wait for the task to end and return the call's result; a failed task raises
         :class:`~mcpserve.MCPError`, a cancelled one :class:`TaskCancelled`. With
         ``listen=True`` (2026-07-28) it follows the task's notifications instead of
         polling."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def status(self) -> JSONDict:
         """The task as the server shows it now (``tasks/get``): ``status``,
         ``statusMessage``, open ``inputRequests``, the ``result`` or ``error`` once ended."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def cancel(self) -> None:
         """Ask the server to cancel the task (``tasks/cancel``); ``result()`` then raises
         :class:`TaskCancelled`, unless the task ended first. A task that has ended stays as
         it ended."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def update(self, input_responses: JSONDict) -> None:
         """Answer open questions of a task in ``input_required`` yourself
         (``tasks/update``), by their keys in ``inputRequests``."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.task_id!r})"
