@@ -19,6 +19,7 @@ from ..backends.buses import bus_from_url
 from ..protocol import constants as c
 from .bus import LocalBus, SubscriptionBus
 from .entries.cache import CachePolicy
+from .entries.options import refuse_unknown
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .registry import Registry
 from .runtime import AnswersWithoutState, Runtime
@@ -82,9 +83,7 @@ class ServerConfig:
     """A server's options, checked, with the environment's defaults filled in."""
 
     def __init__(self, name: str, version: str, options: ServerOptions) -> None:
-        unknown = set(options) - set(ServerOptions.__annotations__)
-        if unknown:
-            raise TypeError(f"Server() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        refuse_unknown(options, ServerOptions, "Server")
         self.name = name
         self.version = version
         self.options: ServerOptions = {**DEFAULTS, **options}
