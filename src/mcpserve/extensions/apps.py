@@ -21,8 +21,8 @@ string, a file read at each ``resources/read`` (edits show without a restart), o
 function called at each read (the template form: it returns the HTML, may take ``ctx``
 and be ``async``). ``_meta.ui`` is on the listing entry and on the content item, as the
 extension allows hosts to read either. :func:`with_app_meta` turns a tool's ``app=`` and
-``visibility=`` into its ``_meta``; :func:`offers_apps` says when the server declares the
-extension (``docs/decisions.md``, "Apps in both eras").
+``visibility=`` into its ``_meta``. The server declares the extension while any registered
+resource is an app (``server/settings.py``; ``docs/decisions.md``, "Apps in both eras").
 """
 
 from __future__ import annotations
@@ -333,11 +333,6 @@ def with_app_meta(options: Mapping[str, Any]) -> dict[str, Any]:
     if uri is not None:
         chosen["meta"][LEGACY_RESOURCE_URI_KEY] = uri
     return chosen
-
-
-def offers_apps(registry: Registry) -> bool:
-    """Whether any registered resource is an app (so the extension is declared)."""
-    return any(resource.mime_type == APP_MIME_TYPE for resource in registry.resources.values())
 
 
 def supports_apps(ctx: Context) -> bool:
