@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypedDict
 from ._types import ASGIApp
 
 if TYPE_CHECKING:  # auth/ and protocol/ sit above this module (and auth/ loads on first use)
+    from .auth.mounting import IssuesTokens
     from .auth.resource import ResourceServer
     from .auth.tokens import TokenVerifier
     from .protocol.core import Auth
@@ -31,7 +32,7 @@ class HTTPOptions(TypedDict, total=False):
     bind_host: str | None
     keepalive_seconds: float
     authenticate: Authenticate | None
-    auth: ResourceServer | TokenVerifier | None
+    auth: ResourceServer | TokenVerifier | IssuesTokens | None
     routes: Mapping[str, ASGIApp] | None
     max_sessions: int
     session_idle_seconds: float

@@ -136,6 +136,9 @@ class AuthorizationServer:
     public: OAuthClient
     """Public native app: authorization code + PKCE S256, redirect ``http://127.0.0.1:*/callback``."""
     http: httpx2.AsyncClient = field(repr=False)
+    upstream: OAuthClient | None = None
+    """Confidential, registered by hand for an ``OIDCProxy`` in front of this server (given
+    ``upstream_redirect_uris``): its ``client_secret_basic`` credentials."""
 
     @property
     def jwks_uri(self) -> str:
@@ -306,13 +309,20 @@ class _Forms(HTMLParser):
             self.forms.append((values.get("action", ""), values.get("method", "get"), []))
         elif tag == "input" and self.forms and "name" in values:
             self.forms[-1][2].append(values)
+        elif tag == "button" and self.forms and "name" in values:  # mcpserve's consent page
+            self.forms[-1][2].append({**values, "type": "button"})
 
 
-def _filled(inputs: list[dict[str, str]], username: str) -> dict[str, str]:
-    """A form's fields: hidden ones as given, the username and a password typed in."""
+def _filled(inputs: list[dict[str, str]], username: str, decision: str) -> dict[str, str]:
+    """A form's fields: hidden ones as given, the username and a password typed in, and of
+    named buttons the one whose value is ``decision`` (mcpserve's consent: allow or deny)."""
     fields: dict[str, str] = {}
     for element in inputs:
         kind = element.get("type", "text").lower()
+        if kind == "button":
+            if element.get("value") == decision:
+                fields[element["name"]] = decision
+            continue
         if kind == "password":
             fields[element["name"]] = "any password"
         elif kind in ("text", "email"):
@@ -334,9 +344,16 @@ async def drive_login(
     redirect_uri: str,
     *,
     username: str = DEFAULT_USERNAME,
+    decision: str = "allow",
+    pages: list[str] | None = None,
+    browser: httpx2.AsyncClient | None = None,
 ) -> str:
     """The redirect back to the client, ``redirect_uri?code=...&state=...&iss=...``: what a
     browser would reach from ``authorization_url`` with ``username`` logging in and consenting.
+
+    ``decision`` is the button pressed on mcpserve's own consent page; each page with a form
+    is appended to ``pages``; ``browser`` is the user agent (its cookies kept between logins),
+    by default a fresh one.
 
     Redirects are followed by hand, with a cookie jar of its own (a fresh user agent), until
     one points at ``redirect_uri``; no one needs to listen there. Each page with a form (login,
@@ -344,10 +361,12 @@ async def drive_login(
     returned like a code; an error page of the server's fails the test, with its text. The
     whole walk is bounded by ``REQUEST_TIMEOUT``.
     """
-    async with (
-        asyncio.timeout(REQUEST_TIMEOUT),
-        httpx2.AsyncClient(trust_env=False, timeout=REQUEST_TIMEOUT) as browser,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(asyncio.timeout(REQUEST_TIMEOUT))
+        if browser is None:
+            browser = await stack.enter_async_context(
+                httpx2.AsyncClient(trust_env=False, timeout=REQUEST_TIMEOUT)
+            )
         response = await browser.get(authorization_url)
         for _ in range(MAX_LOGIN_STEPS):
             if response.is_redirect:
@@ -362,9 +381,11 @@ async def drive_login(
             stopped = f"login stopped at {response.url}: HTTP {response.status_code}:\n"
             assert response.status_code == 200, stopped + response.text[-2000:]
             assert posted, stopped + "a page without a form to submit:\n" + response.text[-2000:]
+            if pages is not None:
+                pages.append(response.text)
             action, _, inputs = posted[0]
             response = await browser.post(
-                urljoin(str(response.url), action), data=_filled(inputs, username)
+                urljoin(str(response.url), action), data=_filled(inputs, username, decision)
             )
     raise AssertionError(f"no redirect to {redirect_uri} after {MAX_LOGIN_STEPS} steps")
 
@@ -430,9 +451,14 @@ async def authorization_server(
     *,
     access_token_ttl: int = DEFAULT_TTL,
     port: int = 0,
+    registration: bool = True,
+    upstream: OAuthClient | None = None,
+    upstream_redirect_uris: Sequence[str] = (),
 ) -> AsyncIterator[AuthorizationServer]:
     """A running oidc-provider issuing tokens for ``resources`` with ``scopes``; always
-    stopped on the way out. ``port`` 0 lets it pick a free one."""
+    stopped on the way out. ``port`` 0 lets it pick a free one. ``registration=False`` turns
+    dynamic registration off (as GitHub and Google have it); ``upstream`` (a confidential
+    client, credentials chosen by the caller) is registered with ``upstream_redirect_uris``."""
     assert resources, "an authorization server for no resource issues no useful token"
     node = await asyncio.to_thread(node_binary)
     installed = await asyncio.to_thread(install)  # the first time, npm ci: minutes at most
@@ -442,13 +468,22 @@ async def authorization_server(
         "resource_server": OAuthClient("mcp-resource-server", secrets.token_urlsafe(24)),
         "public": OAuthClient("mcp-public"),
     }
+    redirects: dict[str, Any] = {}
+    if upstream is not None:
+        clients["upstream"] = upstream
+        redirects["upstream"] = {"redirect_uris": list(upstream_redirect_uris)}
     config = {
         "port": port,
         "resources": list(resources),
         "scopes": list(scopes),
         "access_token_ttl": access_token_ttl,
+        "registration": registration,
         "clients": {
-            role: {"client_id": client.client_id, "client_secret": client.client_secret}
+            role: {
+                "client_id": client.client_id,
+                "client_secret": client.client_secret,
+                **redirects.get(role, {}),
+            }
             for role, client in clients.items()
         },
     }

@@ -25,6 +25,7 @@ from .._extras import needs_extra
 if typing.TYPE_CHECKING:  # each loads on first use, by __getattr__ below
     from .introspection import IntrospectionVerifier as IntrospectionVerifier
     from .jwt import JWTVerifier as JWTVerifier
+    from .oidc_proxy import OIDCProxy as OIDCProxy
     from .resource import ResourceServer as ResourceServer
     from .tokens import AccessToken as AccessToken
     from .tokens import InvalidToken as InvalidToken
@@ -37,6 +38,7 @@ _MODULES = {
     "IntrospectionVerifier": "introspection",
     "InvalidToken": "tokens",
     "JWTVerifier": "jwt",
+    "OIDCProxy": "oidc_proxy",
     "ResourceServer": "resource",
     "TokenCache": "tokens",
     "TokenVerifier": "tokens",
@@ -63,6 +65,7 @@ __all__ = [
     "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",
+    "OIDCProxy",
     "ResourceServer",
     "TokenCache",
     "TokenVerifier",

@@ -122,6 +122,8 @@ class StateSealer:
                 raise ValueError(f"State key {kid!r}: ids are alphanumeric, keys 32 bytes")
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+        #: The key ring, newest first: other keys derive from it (``auth/server/``).
+        self.ring: list[tuple[str, bytes]] = list(keys)
         self._sealing_id = keys[0][0]
         self._ciphers = {kid: AESGCM(key) for kid, key in keys}
         self.ttl_seconds = ttl_seconds

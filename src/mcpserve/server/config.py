@@ -22,11 +22,12 @@ from .entries.cache import CachePolicy
 from .entries.options import refuse_unknown
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .registry import Registry
-from .runtime import AnswersWithoutState, Runtime
+from .runtime import AnswersWithoutState, Runtime, UpstreamTokens
 from .settings import Settings
 from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:  # auth/ loads only with auth=; extensions/ sits above server/
+    from ..auth.mounting import IssuesTokens
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
     from ..extensions.tasks.records import TaskStore
@@ -59,7 +60,7 @@ class ServerOptions(TypedDict, total=False):
     legacy: bool
     legacy_client_timeout_seconds: float
     task_store: TaskStore | str | None
-    auth: ResourceServer | TokenVerifier | None
+    auth: ResourceServer | TokenVerifier | IssuesTokens | None
     raise_exceptions: bool
     tracing: object
 
@@ -129,6 +130,7 @@ class ServerConfig:
             answers_without_state=o["answers_without_state"],
             max_threads=self.max_threads,
             loop_watch=LoopWatch(o["blocking_warning_seconds"]),
+            upstream_tokens=_upstream_tokens(o.get("auth")),
         )
 
     @property
@@ -176,3 +178,8 @@ class ServerConfig:
             return task_store_from_url(chosen, namespace=self.name)
         store: TaskStore = chosen
         return store
+
+
+def _upstream_tokens(auth: object) -> UpstreamTokens | None:
+    """``auth=`` when it keeps the identity provider's tokens (``ctx.upstream_token()``)."""
+    return auth if isinstance(auth, UpstreamTokens) else None

@@ -18,9 +18,11 @@ from .._types import EventListener, JSONDict, Scope
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
-if TYPE_CHECKING:  # auth/ loads only for a server with auth=
+if TYPE_CHECKING:  # auth/ loads only for a server with auth=; the sealer when used
+    from ..auth.mounting import IssuesTokens
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
+    from ..protocol.request_state import StateSealer
 
 
 class ScopeDeclarations(Protocol):
@@ -32,6 +34,9 @@ class KeySharing(Protocol):
     def state_keys_shared(self) -> bool: ...
 
     def require_shared_state_keys(self, processes: int) -> None: ...
+
+    @property
+    def sealer(self) -> StateSealer: ...
 
 
 class SubscriptionParts(Protocol):
@@ -71,7 +76,7 @@ class ServerParts(Protocol):
     def redis_url(self) -> str | None: ...
 
     @property
-    def auth(self) -> ResourceServer | TokenVerifier | None: ...
+    def auth(self) -> ResourceServer | TokenVerifier | IssuesTokens | None: ...
 
     @property
     def registry(self) -> ScopeDeclarations: ...
@@ -166,7 +171,7 @@ class ServerEndpoint:
         return self._server.redis_url
 
     @property
-    def auth(self) -> ResourceServer | TokenVerifier | None:
+    def auth(self) -> ResourceServer | TokenVerifier | IssuesTokens | None:
         return self._server.auth
 
     def declared_scopes(self) -> frozenset[str]:
@@ -189,3 +194,6 @@ class ServerEndpoint:
 
     def require_shared_state_keys(self, processes: int) -> None:
         self._server.runtime.require_shared_state_keys(processes)
+
+    def state_key_ring(self) -> list[tuple[str, bytes]]:
+        return self._server.runtime.sealer.ring

@@ -5,9 +5,10 @@ handshake-era client gets to answer a question, and the sealer of ``requestState
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .. import _environment as environment
+from ..protocol.core import Auth
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 
 if TYPE_CHECKING:  # the thread pool's module and requestState sealing load on first use
@@ -19,6 +20,13 @@ if TYPE_CHECKING:  # the thread pool's module and requestState sealing load on f
 
 
 AnswersWithoutState = Literal["ask", "first-round"]
+
+
+@runtime_checkable
+class UpstreamTokens(Protocol):
+    """An ``auth=`` that logs users in at an identity provider and keeps its tokens."""
+
+    async def upstream_token(self, auth: Auth) -> str: ...
 
 
 class Runtime:
@@ -34,6 +42,7 @@ class Runtime:
         "lifespan_state",
         "loop_watch",
         "max_threads",
+        "upstream_tokens",
     )
 
     def __init__(
@@ -47,6 +56,7 @@ class Runtime:
         answers_without_state: AnswersWithoutState = "ask",
         loop_watch: LoopWatch | None = None,
         max_threads: int = 4,
+        upstream_tokens: UpstreamTokens | None = None,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -65,6 +75,9 @@ class Runtime:
         self._sealer: StateSealer | None = None
         #: The size of the pool that runs ``blocking`` handlers.
         self.max_threads = max_threads
+        #: Where ``ctx.upstream_token()`` gets the identity provider's token (an
+        #: ``OIDCProxy`` given as ``auth=``), or None.
+        self.upstream_tokens = upstream_tokens
         self._pool: ThreadPoolExecutor | None = None
 
     def thread_pool(self) -> ThreadPoolExecutor:

@@ -20,6 +20,7 @@ from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
 if TYPE_CHECKING:  # auth/ loads only for a server with auth=
+    from ..auth.mounting import IssuesTokens
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
 
@@ -85,7 +86,7 @@ class Endpoint(Protocol):
         ...
 
     @property
-    def auth(self) -> ResourceServer | TokenVerifier | None:
+    def auth(self) -> ResourceServer | TokenVerifier | IssuesTokens | None:
         """The server's ``auth=``: what protects its HTTP endpoint."""
         ...
 
@@ -115,6 +116,11 @@ class Endpoint(Protocol):
     def require_shared_state_keys(self, processes: int) -> None:
         """Raise ``RuntimeError`` if ``processes`` processes could not read each other's
         ``requestState``."""
+        ...
+
+    def state_key_ring(self) -> list[tuple[str, bytes]]:
+        """The ``requestState`` key ring, newest first (an authorization server derives
+        its keys from it, so every process shares them)."""
         ...
 
 

@@ -66,12 +66,24 @@ def build_http_app(
     resource_server = None
     chosen = auth if auth is not None else endpoint.auth
     if chosen is not None:
+        from ..auth.mounting import IssuesTokens, Site
         from ..auth.resource import as_resource_server  # loads nothing of JOSE or httpx2
 
         # What the server's entries declare is what clients are told to ask for, as it is
         # when they ask: entries registered, mounted or forwarded after this app is built too.
         declared = endpoint.declared_scopes
-        resource_server = as_resource_server(chosen).with_declared_scopes(declared)
+        if isinstance(chosen, IssuesTokens):  # the endpoint's own authorization server
+            site = Site(
+                path=path,
+                declared_scopes=declared,
+                state_keys=endpoint.state_key_ring(),
+                redis_url=endpoint.redis_url,
+                server_name=endpoint.name,
+            )
+            resource_server, auth_routes = chosen.mount(site)
+            routes = {**auth_routes, **(routes or {})}
+        else:
+            resource_server = as_resource_server(chosen).with_declared_scopes(declared)
         # The URL tokens are issued for is the one clients use: its host is allowed.
         public_url = public_url or resource_server.resource
     policy = OriginPolicy.build(

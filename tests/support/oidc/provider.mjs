@@ -10,9 +10,17 @@
 //     "machine":         { "client_id": "...", "client_secret": "..." },
 //     "opaque":          { "client_id": "...", "client_secret": "..." },
 //     "resource_server": { "client_id": "...", "client_secret": "..." },
-//     "public":          { "client_id": "..." }
-//   }
+//     "public":          { "client_id": "..." },
+//     "upstream":        { "client_id": "...", "client_secret": "...",   // optional
+//                          "redirect_uris": ["http://127.0.0.1:8000/auth/callback"] }
+//   },
+//   "registration": true                         // false: no dynamic registration
 // }
+//
+// The optional "upstream" client is what a provider such as GitHub or Google has for an
+// mcpserve OIDCProxy: confidential (client_secret_basic), registered by hand with its exact
+// redirect URIs, the authorization code grant with refresh tokens, OpenID scopes; its access
+// tokens (no resource asked) are opaque and good at the userinfo endpoint.
 //
 // oidc-provider is pinned to 8.x (package.json), the newest line that supports Node 20.
 // Access tokens for a configured resource are RS256 JWTs (RFC 9068, typ at+jwt) whose aud is
@@ -39,7 +47,8 @@ const config = JSON.parse(process.argv[2] ?? process.env.OIDC_PROVIDER_CONFIG ??
 const resources = new Map(config.resources.map((resource) => [new URL(resource).href, resource]));
 const scopes = config.scopes;
 const accessTokenTTL = config.access_token_ttl ?? 600;
-const { machine, opaque, resource_server: resourceServer, public: publicClient } = config.clients;
+const { machine, opaque, resource_server: resourceServer, public: publicClient, upstream } = config.clients;
+const registration = config.registration ?? true;
 
 const server = http.createServer();
 await new Promise((resolve, reject) => {
@@ -93,11 +102,23 @@ const provider = new Provider(issuer, {
       response_types: ['code'],
       redirect_uris: ['http://127.0.0.1/callback', 'http://localhost/callback'],
     },
+    ...(upstream
+      ? [
+          {
+            client_id: upstream.client_id,
+            client_secret: upstream.client_secret,
+            token_endpoint_auth_method: 'client_secret_basic',
+            grant_types: ['authorization_code', 'refresh_token'],
+            response_types: ['code'],
+            redirect_uris: upstream.redirect_uris,
+          },
+        ]
+      : []),
   ],
   // OAuth 2.1: the authorization code flow only, no implicit or hybrid response types.
   responseTypes: ['code'],
   // Registered clients may only ask for supported scopes, so the resource scopes are listed too.
-  scopes: ['openid', 'offline_access', ...scopes],
+  scopes: ['openid', 'offline_access', 'profile', 'email', ...scopes],
   features: {
     devInteractions: { enabled: true },
     clientCredentials: { enabled: true },
@@ -109,7 +130,7 @@ const provider = new Provider(issuer, {
       },
     },
     revocation: { enabled: true }, // 8.x: a token is revoked by its own client only
-    registration: { enabled: true, initialAccessToken: false },
+    registration: { enabled: registration, initialAccessToken: false },
     resourceIndicators: {
       enabled: true,
       // A resource granted at the authorization endpoint need not be repeated at the token one.

@@ -118,6 +118,14 @@ def register(body: bytes, *, now: float | None = None) -> RegisteredClient:
         raise _invalid(f"the registration is not JSON that can be read: {exc.msg}") from None
     if not isinstance(metadata, dict):
         raise _invalid("the registration must be a JSON object")
+    return register_document(metadata, now=now)
+
+
+def register_document(
+    metadata: Mapping[str, object], *, client_id: str | None = None, now: float | None = None
+) -> RegisteredClient:
+    """The client ``metadata`` describes: registered (a new id, and a secret when it asks to
+    authenticate with one), or named by its own ``client_id`` (a metadata document)."""
     uris = _strings(metadata, "redirect_uris", [])
     if not uris:
         raise AuthorizationError("invalid_redirect_uri", "redirect_uris must name at least one")
@@ -136,12 +144,34 @@ def register(body: bytes, *, now: float | None = None) -> RegisteredClient:
         raise _invalid(f"token_endpoint_auth_method must be one of {sorted(AUTH_METHODS)}")
     assert isinstance(method, str)
     return RegisteredClient(
-        secrets.token_urlsafe(24),
+        client_id or secrets.token_urlsafe(24),
         redirect_uris,
         token_endpoint_auth_method=method,
         grant_types=list(dict.fromkeys(grants)),
         client_name=_optional_text(metadata, "client_name"),
         client_uri=_optional_text(metadata, "client_uri"),
-        client_secret=None if method == "none" else secrets.token_urlsafe(32),
+        client_secret=None if method == "none" or client_id else secrets.token_urlsafe(32),
         issued_at=int(time.time() if now is None else now),
+    )
+
+
+def stored_client(data: Mapping[str, object]) -> RegisteredClient:
+    """A client as :meth:`RegisteredClient.to_json` wrote it (the record's own store)."""
+
+    def text(name: str) -> str | None:
+        value = data.get(name)
+        return value if isinstance(value, str) else None
+
+    uris = data.get("redirect_uris")
+    grants = data.get("grant_types")
+    issued = data.get("client_id_issued_at")
+    return RegisteredClient(
+        str(data["client_id"]),
+        [str(uri) for uri in uris] if isinstance(uris, list) else [],
+        token_endpoint_auth_method=text("token_endpoint_auth_method") or "none",
+        grant_types=[str(grant) for grant in grants] if isinstance(grants, list) else None,
+        client_name=text("client_name"),
+        client_uri=text("client_uri"),
+        client_secret=text("client_secret"),
+        issued_at=issued if isinstance(issued, int) else 0,
     )

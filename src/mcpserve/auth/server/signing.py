@@ -83,10 +83,17 @@ class TokenIssuer:
         self.ttl_seconds = ttl_seconds
 
     def access_token(
-        self, subject: str, scopes: Iterable[str], client_id: str, *, now: float | None = None
+        self,
+        subject: str,
+        scopes: Iterable[str],
+        client_id: str,
+        *,
+        now: float | None = None,
+        extra: JSONDict | None = None,
     ) -> str:
         """A token for ``subject`` (the user, as the identity provider names them) granting
-        ``scopes`` to the client ``client_id``, valid :attr:`ttl_seconds` from ``now``."""
+        ``scopes`` to the client ``client_id``, valid :attr:`ttl_seconds` from ``now``, with
+        ``extra`` claims (never in place of the registered ones)."""
         issued = int(time.time() if now is None else now)
         claims: JSONDict = {
             "iss": self.issuer,
@@ -98,4 +105,6 @@ class TokenIssuer:
             "exp": issued + int(self.ttl_seconds),
             "jti": secrets.token_urlsafe(16),
         }
+        if extra:
+            claims = {**extra, **claims}
         return self.keys.sign(claims)

@@ -183,6 +183,19 @@ class Context(Generic[StateT]):
             declared: frozenset[str] = getattr(target, "scopes", frozenset())
             raise InsufficientScope(needed | declared, missing)
 
+    async def upstream_token(self) -> str:
+        """The identity provider's access token for the calling user, for calling the
+        provider (GitHub, Google, ...) as them: with ``Server(auth=OIDCProxy(...))``, where
+        the user logged in there. Renewed first when it is about to expire; when it cannot
+        be, the request ends with an error that asks the user to sign in again."""
+        source = self.runtime.upstream_tokens
+        if source is None:
+            raise RuntimeError(
+                "ctx.upstream_token() needs Server(auth=OIDCProxy(...)) (or a provider of "
+                "mcpserve.auth.providers): only a server its users log in to holds their tokens"
+            )
+        return await source.upstream_token(self.request.auth)
+
     def client_supports(self, capabilities: JSONDict) -> bool:
         """True when this request's client declared all of ``capabilities``."""
         return not missing_capabilities(capabilities, self.client_capabilities)

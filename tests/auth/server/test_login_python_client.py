@@ -1,0 +1,137 @@
+"""The official Python client (``mcp`` 2.3, ``OAuthClientProvider``) logs a user in through
+an mcpserve ``OIDCProxy`` in front of a real OpenID provider that allows no dynamic
+registration (``login_stack.py``).
+
+The client starts with nothing: the 401 names the protected resource metadata, which names
+mcpserve as the authorization server; the client registers there (RFC 7591), is sent through
+mcpserve's consent page and the provider's login, gets mcpserve's tokens and calls tools whose
+handlers see the user (the provider's ``sub``) and the provider's own token.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
+from login_stack import REDIRECT, LoginStack, LoginUser, login_stack
+from wire_helpers import TIMEOUT
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.node]
+
+
+@dataclass
+class MemoryStorage:
+    client_info: OAuthClientInformationFull | None = None
+    tokens: OAuthToken | None = None
+    saved: list[OAuthToken] = field(default_factory=list)
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+        self.saved.append(tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@asynccontextmanager
+async def python_client(
+    stack: LoginStack, user: LoginUser, storage: MemoryStorage
+) -> AsyncIterator[Client]:
+    async def redirect(url: str) -> None:
+        await user.follow(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        answer = user.callbacks[-1]
+        assert "code" in answer, answer
+        return AuthorizationCodeResult(
+            code=answer["code"], state=answer.get("state"), iss=answer.get("iss")
+        )
+
+    provider = OAuthClientProvider(
+        stack.url,
+        OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="Notes for Python"),
+        storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(TIMEOUT), trust_env=False) as http,
+        Client(
+            streamable_http_client(stack.url, http_client=http),
+            read_timeout_seconds=TIMEOUT,
+            cache=None,
+        ) as client,
+    ):
+        yield client
+
+
+async def structured(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    result = await client.call_tool(tool, arguments or {})
+    assert not result.is_error, result
+    return result.structured_content or json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def test_the_python_client_logs_in_through_the_consent_page_and_calls_tools_as_the_user(
+    tmp_path: Path,
+) -> None:
+    async with login_stack(tmp_path) as stack:
+        user = LoginUser("alice")
+        storage = MemoryStorage()
+        async with python_client(stack, user, storage) as client:
+            me = await structured(client, "whoami")
+            userinfo = await structured(client, "provider_userinfo")
+            added = await structured(client, "add_note", {"text": "hello"})
+
+        # One login: registered at mcpserve, consent shown once, naming the client.
+        assert storage.client_info is not None
+        assert len(user.authorization_urls) == 1
+        assert user.authorization_urls[0].startswith(f"{stack.base_url}/authorize?")
+        consent = user.consent_pages()
+        assert len(consent) == 1
+        assert "Notes for Python" in consent[0]
+        assert REDIRECT in consent[0]
+        assert ">Allow</button>" in consent[0] and ">Deny</button>" in consent[0]
+        assert user.callbacks[0]["iss"] == stack.base_url
+
+        # The principal is the provider's subject; the token is mcpserve's, for this resource.
+        assert me["principal"] == "alice"
+        assert me["iss"] == stack.base_url
+        assert me["aud"] == stack.url
+        assert me["client_id"] == storage.client_info.client_id
+        assert me["scopes"] == ["notes:read", "notes:write"]
+        assert added == {"author": "alice", "count": 1}
+        # The handler called the provider as the user, with the provider's token.
+        assert userinfo == {"status": 200, "sub": "alice"}
+
+        assert storage.tokens is not None
+        access = storage.tokens.access_token
+        header = jwt.get_unverified_header(access)
+        assert header["alg"] == "EdDSA" and header["typ"] == "at+jwt"
+        assert storage.tokens.refresh_token
+        # The provider's token never reached the client.
+        claims = jwt.decode(access, options={"verify_signature": False})
+        assert set(claims) >= {"iss", "sub", "aud", "exp", "iat", "jti", "client_id", "scope"}
+        assert all("upstream" not in str(value) for value in claims.values())
