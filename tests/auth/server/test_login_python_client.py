@@ -113,7 +113,8 @@ async def test_the_python_client_logs_in_through_the_consent_page_and_calls_tool
         assert len(consent) == 1
         assert "Notes for Python" in consent[0]
         assert REDIRECT in consent[0]
-        assert ">Allow</button>" in consent[0] and ">Deny</button>" in consent[0]
+        assert ">Allow</button>" in consent[0]
+        assert ">Deny</button>" in consent[0]
         assert user.callbacks[0]["iss"] == stack.base_url
 
         # The principal is the provider's subject; the token is mcpserve's, for this resource.
@@ -129,7 +130,8 @@ async def test_the_python_client_logs_in_through_the_consent_page_and_calls_tool
         assert storage.tokens is not None
         access = storage.tokens.access_token
         header = jwt.get_unverified_header(access)
-        assert header["alg"] == "EdDSA" and header["typ"] == "at+jwt"
+        assert header["alg"] == "EdDSA"
+        assert header["typ"] == "at+jwt"
         assert storage.tokens.refresh_token
         # The provider's token never reached the client.
         claims = jwt.decode(access, options={"verify_signature": False})
