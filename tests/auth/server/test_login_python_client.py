@@ -10,6 +10,7 @@ handlers see the user (the provider's ``sub``) and the provider's own token.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -137,3 +138,48 @@ async def test_the_python_client_logs_in_through_the_consent_page_and_calls_tool
         claims = jwt.decode(access, options={"verify_signature": False})
         assert set(claims) >= {"iss", "sub", "aud", "exp", "iat", "jti", "client_id", "scope"}
         assert all("upstream" not in str(value) for value in claims.values())
+
+
+def token_requests(log: str, endpoint: str) -> int:
+    """How many token requests the server's HTTP client logged to ``endpoint``."""
+    return log.count(f'HTTP Request: POST {endpoint} "HTTP/1.1 200 OK"')
+
+
+async def test_the_python_client_refreshes_an_expired_token_without_a_second_login(
+    tmp_path: Path,
+) -> None:
+    async with login_stack(tmp_path, env={"MCPSERVE_TEST_TOKEN_TTL": "2"}) as stack:
+        user = LoginUser("alice")
+        storage = MemoryStorage()
+        async with python_client(stack, user, storage) as client:
+            first = await structured(client, "whoami")
+            await asyncio.sleep(3)  # past the access token's life
+            second = await structured(client, "whoami")
+
+    assert first["principal"] == second["principal"] == "alice"
+    assert len(user.authorization_urls) == 1  # one login
+    assert len(storage.saved) == 2  # its tokens, then the refreshed ones
+    old, new = storage.saved
+    assert new.access_token != old.access_token
+    assert new.refresh_token != old.refresh_token  # rotated
+    assert new.expires_in == 2
+
+
+async def test_a_handler_gets_the_provider_token_renewed_once_when_it_expires(
+    tmp_path: Path,
+) -> None:
+    # The provider's tokens live 40 s: fresh for the first 10 (renewed 30 s before the end).
+    async with login_stack(tmp_path, access_token_ttl=40) as stack:
+        user = LoginUser("alice")
+        async with python_client(stack, user, MemoryStorage()) as client:
+            assert await structured(client, "provider_userinfo") == {"status": 200, "sub": "alice"}
+            token_endpoint = stack.provider.token_endpoint
+            log = stack.server.log.read_text()
+            assert token_requests(log, token_endpoint) == 1  # the login's code exchange
+            await asyncio.sleep(11)
+            answers = await asyncio.gather(
+                *(structured(client, "provider_userinfo") for _ in range(5))
+            )
+            assert answers == [{"status": 200, "sub": "alice"}] * 5
+            log = stack.server.log.read_text()
+            assert token_requests(log, token_endpoint) == 2  # one renewal for five calls
