@@ -45,15 +45,16 @@ class GitHub(OIDCProxy):
         scopes: Sequence[str] = ("read:user",),
         **options: Any,
     ) -> None:
+        options.setdefault("authorization_endpoint", "https://github.com/login/oauth/authorize")
+        options.setdefault("token_endpoint", "https://github.com/login/oauth/access_token")
+        options.setdefault("userinfo_endpoint", "https://api.github.com/user")
+        options.setdefault("upstream_auth_method", "client_secret_post")
         super().__init__(
             "https://github.com",
             client_id,
             client_secret,
             base_url,
             scopes,
-            authorization_endpoint="https://github.com/login/oauth/authorize",
-            token_endpoint="https://github.com/login/oauth/access_token",
-            upstream_auth_method="client_secret_post",
             identity="github",
             **options,
         )

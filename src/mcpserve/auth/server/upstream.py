@@ -187,9 +187,10 @@ class Upstream:
     async def identity(self, tokens: JSONDict, nonce: str) -> tuple[str, JSONDict]:
         """Who logged in: ``(subject, claims)``."""
         if self.identity_source == "github":
+            metadata = await self.metadata()
             user = await self._json(
                 self.http.get(
-                    GITHUB_USER_API,
+                    str(metadata.get("userinfo_endpoint") or GITHUB_USER_API),
                     headers={
                         "authorization": f"Bearer {tokens['access_token']}",
                         "accept": "application/vnd.github+json",
