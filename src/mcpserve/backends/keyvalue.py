@@ -15,7 +15,9 @@ Every record has a life in seconds and is gone after it: nothing needs sweeping 
 Three stores keep the same promises: :class:`MemoryKeyValue` (one process), Redis
 (``backends/redis/keyvalue.py``: every instance) and SQLite (``backends/sqlite/keyvalue.py``:
 every process on one machine). :func:`keyvalue_from_url` picks one by URL; Redis and SQLite
-load only when named. A store that cannot be reached raises :class:`StoreUnavailable`.
+load only when named. A store that cannot be reached raises :class:`StoreUnavailable`;
+what every store refuses alike (a ttl that is not a positive, finite number of seconds, a
+value that is not bytes, ``incr`` of a key that holds no counter) is ``keyvalue_rules.py``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,8 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-
-class StoreUnavailable(Exception):
-    """The store cannot be reached or failed; the operation may not have happened."""
+from .keyvalue_rules import StoreUnavailable as StoreUnavailable
+from .keyvalue_rules import check_ttl, check_value, counter_value
 
 
 class KeyValueStore(Protocol):
@@ -82,9 +83,11 @@ class MemoryKeyValue:
             return None
         return record[1]
 
+    def __len__(self) -> int:
+        """How many records are held, expired ones not swept yet included."""
+        return len(self._records)
+
     def _set(self, key: str, value: bytes, ttl: float) -> None:
-        if ttl <= 0:
-            raise ValueError("ttl must be positive")
         self._writes += 1
         if self._writes % self._sweep_every == 0:
             now = time.monotonic()
@@ -96,9 +99,13 @@ class MemoryKeyValue:
         return self._live(key)
 
     async def put(self, key: str, value: bytes, ttl: float) -> None:
+        check_value(value)
+        check_ttl(ttl)
         self._set(key, value, ttl)
 
     async def add(self, key: str, value: bytes, ttl: float) -> bool:
+        check_value(value)
+        check_ttl(ttl)
         if self._live(key) is not None:
             return False
         self._set(key, value, ttl)
@@ -114,11 +121,12 @@ class MemoryKeyValue:
         self._records.pop(key, None)
 
     async def incr(self, key: str, ttl: float) -> int:
+        check_ttl(ttl)
         record = self._records.get(key)
         if record is None or record[0] <= time.monotonic():
             self._set(key, b"1", ttl)
             return 1
-        count = int(record[1]) + 1
+        count = counter_value(key, record[1]) + 1
         self._records[key] = (record[0], str(count).encode())
         return count
 

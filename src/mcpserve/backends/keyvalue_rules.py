@@ -1,0 +1,54 @@
+"""What every key-value store checks and raises the same way, so that a caller moved from
+one store to another (memory in tests, SQLite on one machine, Redis in a cluster) sees the
+same answers to the same mistakes.
+
+* A life (``ttl``) is a positive, finite number of seconds: zero, a negative number, NaN
+  (which compares false to everything, so a record would never expire) and infinity are
+  refused with :class:`ValueError` by every operation that takes one, before the store
+  is touched.
+* A value is :class:`bytes`: SQLite would keep a ``str`` as text and give back a ``str``,
+  and Redis would encode it, so each store would answer differently; a ``TypeError`` says so.
+* A counter is kept as its decimal digits (``b"3"``): ``incr`` of a key that holds
+  anything else raises :class:`ValueError`, as Redis's ``INCR`` refuses it.
+* A store that cannot be reached, or fails, raises :class:`StoreUnavailable`.
+
+The stores import this module, and ``keyvalue.py`` imports the stores when a URL names
+them, so these rules live here rather than there (an import cycle otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+#: What ``incr`` accepts as a counter: an optional minus sign and at most 19 decimal digits
+#: (Redis counts in 64 bits).
+_COUNTER = re.compile(rb"-?[0-9]{1,19}")
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be reached or failed; the operation may not have happened."""
+
+
+def check_ttl(ttl: float) -> None:
+    """Refuse a life that is not a positive, finite number of seconds."""
+    if not 0 < ttl < math.inf:
+        raise ValueError(f"ttl must be a positive, finite number of seconds, not {ttl!r}")
+
+
+def check_value(value: bytes) -> None:
+    """Refuse a value that is not bytes."""
+    if not isinstance(value, bytes):
+        raise TypeError(f"A value must be bytes, not {type(value).__name__}")
+
+
+def counter_value(key: str, raw: bytes) -> int:
+    """The count a counter's stored digits hold; ValueError when they are not a counter."""
+    if _COUNTER.fullmatch(raw) is None:
+        raise not_a_counter(key)
+    return int(raw)
+
+
+def not_a_counter(key: str) -> ValueError:
+    """The error of ``incr`` on a key that holds something other than a counter."""
+    return ValueError(f"{key[:60]!r} holds something other than a counter: incr cannot count it")

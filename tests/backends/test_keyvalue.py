@@ -1,0 +1,289 @@
+"""The key-value store held to the tests every store must pass: :class:`MemoryKeyValue`.
+
+Every store: values come back as the bytes they were; a record is gone once its life
+passes; ``put`` replaces a value and its life; ``add`` writes only over an absent or expired
+record; ``take`` gives a value once, to one of any number of concurrent takers; ``incr``
+counts within a window that its first increment opens; a life that is not a positive,
+finite number of seconds and a value that is not bytes are refused alike; namespaces are
+apart. Then the memory store's sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mcpserve.backends.keyvalue import (
+    KeyValueStore,
+    MemoryKeyValue,
+    keyvalue_from_url,
+)
+
+STORES = ["memory"]
+#: A life meant to pass during a test (seconds): far longer than the steps before the first
+#: look take, even on a loaded machine.
+SHORT = 0.5
+#: How long a test waits to see a SHORT life over: well past it.
+PAST = SHORT * 2
+#: A life no test outlives.
+LONG = 60.0
+BYTES = [b"", b"\x00", b"\xff\xfe\x80 not UTF-8", "é✓".encode(), b"x" * 100_000]
+BAD_LIVES = [0, 0.0, -1, -0.001, math.nan, math.inf, -math.inf]
+
+
+class Place:
+    """Where one test's records live: stores opened on it share them, as other processes
+    or instances would (memory: one store per namespace, this process only)."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        self.namespace = f"kv-test-{uuid.uuid4().hex}"
+        self.opened: list[KeyValueStore] = []
+        self._memory: dict[str, MemoryKeyValue] = {}
+
+    def open(self, namespace: str | None = None) -> KeyValueStore:
+        namespace = namespace if namespace is not None else self.namespace
+        return self._memory.setdefault(namespace, MemoryKeyValue())
+
+    async def fresh(self, namespace: str | None = None) -> KeyValueStore:
+        """:meth:`open`, connected already: a first use (creating the file, connecting) costs
+        no test part of a SHORT life."""
+        store = self.open(namespace)
+        assert await store.get("warm-up") is None
+        return store
+
+    async def aclose(self) -> None:
+        for store in self.opened:
+            await store.aclose()
+
+
+async def _place(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    return Place(kind, tmp_path)
+
+
+@pytest.fixture(params=STORES)
+async def place(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Place]:
+    made = await _place(request.param, request, tmp_path)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+# -- every store -----------------------------------------------------------------------------
+
+
+async def test_values_round_trip_as_bytes(place: Place) -> None:
+    store = await place.fresh()
+    for number, value in enumerate(BYTES):
+        await store.put(f"key-{number}", value, LONG)
+    for number, value in enumerate(BYTES):
+        got = await store.get(f"key-{number}")
+        assert type(got) is bytes
+        assert got == value
+    assert await store.get("never-written") is None
+
+
+async def test_keys_are_any_text(place: Place) -> None:
+    store = await place.fresh()
+    keys = ["", "'", "' OR '1'='1", "*", "?", "%", "a:b", "{x}", "line\nbreak", "é✓", "k" * 5000]
+    for number, key in enumerate(keys):
+        await store.put(key, str(number).encode(), LONG)
+    for number, key in enumerate(keys):
+        assert await store.get(key) == str(number).encode()
+    assert await store.get("k" * 4999) is None
+
+
+async def test_a_record_is_gone_once_its_life_passes(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("short", b"soon gone", SHORT)
+    await store.put("long", b"stays", LONG)
+    assert await store.get("short") == b"soon gone"
+    await asyncio.sleep(PAST)
+    assert await store.get("short") is None
+    assert await store.take("short") is None
+    assert await store.get("long") == b"stays"
+
+
+async def test_put_replaces_the_value_and_its_life(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("lengthened", b"first", SHORT)
+    await store.put("lengthened", b"second", LONG)
+    await store.put("shortened", b"first", LONG)
+    await store.put("shortened", b"second", SHORT)
+    assert await store.get("shortened") == b"second"
+    await asyncio.sleep(PAST)
+    assert await store.get("lengthened") == b"second"
+    assert await store.get("shortened") is None
+
+
+async def test_add_writes_only_over_an_absent_or_expired_record(place: Place) -> None:
+    store = await place.fresh()
+    assert await store.add("lock", b"mine", LONG) is True
+    assert await store.add("lock", b"yours", LONG) is False
+    assert await store.get("lock") == b"mine"
+
+    await store.put("expiring", b"old", SHORT)
+    assert await store.add("expiring", b"refused", LONG) is False
+    await asyncio.sleep(PAST)
+    assert await store.add("expiring", b"new", SHORT) is True
+    assert await store.get("expiring") == b"new"
+    await asyncio.sleep(PAST)  # the added record lives its own life, not the old one's
+    assert await store.get("expiring") is None
+    assert await store.add("expiring", b"again", LONG) is True
+
+
+async def test_take_gives_the_value_once(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("code", b"\x00secret", LONG)
+    assert await store.take("code") == b"\x00secret"
+    assert await store.take("code") is None
+    assert await store.get("code") is None
+    assert await store.take("never-written") is None
+    await store.put("empty", b"", LONG)
+    assert await store.take("empty") == b""  # an empty value is a value, not an absence
+    assert await store.take("empty") is None
+
+
+async def test_of_twenty_concurrent_takes_exactly_one_gets_the_value(place: Place) -> None:
+    # Through two store objects where the store is shared (two instances, two connections).
+    stores = [await place.fresh(), await place.fresh()]
+    for round_ in range(5):
+        await stores[0].put(f"code-{round_}", f"value-{round_}".encode(), LONG)
+        taken = await asyncio.gather(*(stores[n % 2].take(f"code-{round_}") for n in range(20)))
+        assert [v for v in taken if v is not None] == [f"value-{round_}".encode()]
+
+
+async def test_incr_counts_from_one_and_restarts_after_its_window(place: Place) -> None:
+    store = await place.fresh()
+    assert [await store.incr("hits", SHORT) for _ in range(3)] == [1, 2, 3]
+    assert await store.get("hits") == b"3"  # the count as decimal digits, in every store
+    assert await store.incr("other", SHORT) == 1  # each key counts on its own
+    await asyncio.sleep(PAST)
+    assert await store.get("hits") is None
+    assert await store.incr("hits", SHORT) == 1
+
+
+async def test_incr_keeps_the_window_its_first_increment_opened(place: Place) -> None:
+    store = await place.fresh()
+    assert await store.incr("hits", SHORT) == 1
+    assert await store.incr("hits", LONG) == 2  # a later, longer ttl does not extend it
+    await asyncio.sleep(PAST)
+    assert await store.incr("hits", LONG) == 1
+
+
+async def test_incr_counts_on_from_digits_that_put_wrote(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("hits", b"41", SHORT)
+    assert await store.incr("hits", LONG) == 42
+    await asyncio.sleep(PAST)  # the record keeps the life put gave it
+    assert await store.get("hits") is None
+
+
+@pytest.mark.parametrize("held", [b"", b"abc", b"1.5", b"\xff", b"1" * 30])
+async def test_incr_of_a_key_that_holds_no_counter_raises_value_error(
+    place: Place, held: bytes
+) -> None:
+    store = await place.fresh()
+    await store.put("hits", held, LONG)
+    with pytest.raises(ValueError, match=r"^'hits' holds something other than a counter"):
+        await store.incr("hits", LONG)
+    assert await store.get("hits") == held
+
+
+async def test_delete_removes_a_record_and_an_absent_key_is_fine(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("consent", b"yes", LONG)
+    await store.delete("consent")
+    assert await store.get("consent") is None
+    await store.delete("consent")
+    await store.delete("never-written")
+    assert await store.add("consent", b"again", LONG) is True
+
+
+@pytest.mark.parametrize("ttl", BAD_LIVES)
+async def test_a_life_that_is_not_a_positive_finite_number_raises_value_error(
+    place: Place, ttl: float
+) -> None:
+    store = await place.fresh()
+    await store.put("live", b"kept", LONG)
+    assert await store.incr("counter", LONG) == 1
+    refused = [
+        store.put("new", b"v", ttl),
+        store.put("live", b"v", ttl),
+        store.add("new", b"v", ttl),
+        store.add("live", b"v", ttl),  # refused for its ttl, not only because it is live
+        store.incr("new", ttl),
+        store.incr("counter", ttl),
+    ]
+    for attempt in refused:
+        with pytest.raises(ValueError, match=r"^ttl must be a positive, finite number"):
+            await attempt
+    assert await store.get("new") is None
+    assert await store.get("live") == b"kept"
+    assert await store.get("counter") == b"1"
+
+
+async def test_a_value_that_is_not_bytes_raises_type_error(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("live", b"kept", LONG)
+    for attempt in (store.put("live", "text", LONG), store.add("new", "text", LONG)):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^A value must be bytes, not str$"):
+            await attempt
+    assert await store.get("live") == b"kept"
+    assert await store.get("new") is None
+
+
+async def test_namespaces_do_not_see_each_others_keys(place: Place) -> None:
+    ours = await place.fresh()
+    theirs = await place.fresh(place.namespace + "-other")
+    await ours.put("code", b"ours", LONG)
+    assert await theirs.get("code") is None
+    assert await theirs.take("code") is None
+    assert await theirs.add("code", b"theirs", LONG) is True
+    assert await theirs.incr("hits", LONG) == 1
+    assert await ours.incr("hits", LONG) == 1
+    await theirs.delete("code")
+    assert await ours.take("code") == b"ours"
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+async def test_memory_drops_records_never_read_after_sweep_every_writes() -> None:
+    store = MemoryKeyValue(sweep_every=5)
+    for key in ("a", "b", "c"):
+        await store.put(key, b"never read", SHORT)
+    await store.put("kept", b"live", LONG)
+    await asyncio.sleep(PAST)
+    assert len(store) == 4  # expired, but nothing has swept yet
+    await store.put("fifth", b"", LONG)  # the fifth write sweeps
+    assert len(store) == 2
+    assert await store.get("kept") == b"live"
+
+
+# -- choosing a store -------------------------------------------------------------------------
+
+
+def test_keyvalue_from_url_picks_the_memory_store() -> None:
+    assert isinstance(keyvalue_from_url("memory://", namespace="auth"), MemoryKeyValue)
+    assert isinstance(keyvalue_from_url("", namespace="auth"), MemoryKeyValue)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgres://db/auth", r"^Unknown store 'postgres://db/auth': use memory://"),
+        ("memcached://", r"^Unknown store"),
+        ("redis:/host", r"^Unknown store"),
+    ],
+)
+def test_keyvalue_from_url_refuses_an_unknown_or_malformed_url(url: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says) as raised:
+        keyvalue_from_url(url, namespace="auth")
+    assert "\n" not in str(raised.value)
