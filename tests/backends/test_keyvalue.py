@@ -1,17 +1,25 @@
-"""The key-value store held to the tests every store must pass: :class:`MemoryKeyValue`.
+"""The key-value stores held to the same tests: :class:`MemoryKeyValue` and
+:class:`SQLiteKeyValue` (a file in ``tmp_path``).
 
 Every store: values come back as the bytes they were; a record is gone once its life
 passes; ``put`` replaces a value and its life; ``add`` writes only over an absent or expired
 record; ``take`` gives a value once, to one of any number of concurrent takers; ``incr``
 counts within a window that its first increment opens; a life that is not a positive,
 finite number of seconds and a value that is not bytes are refused alike; namespaces are
-apart. Then the memory store's sweep.
+apart. Then what only SQLite does: two store objects, and two processes, on one file share
+records and race fairly; expired rows are swept; a file SQLite cannot open raises
+``StoreUnavailable``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
+import random
+import sqlite3
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,10 +29,14 @@ import pytest
 from mcpserve.backends.keyvalue import (
     KeyValueStore,
     MemoryKeyValue,
+    StoreUnavailable,
     keyvalue_from_url,
 )
+from mcpserve.backends.sqlite import keyvalue as sqlite_keyvalue
+from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
 
-STORES = ["memory"]
+STORES = ["memory", "sqlite"]
+SHARED = ["sqlite"]
 #: A life meant to pass during a test (seconds): far longer than the steps before the first
 #: look take, even on a loaded machine.
 SHORT = 0.5
@@ -42,13 +54,18 @@ class Place:
 
     def __init__(self, kind: str, tmp_path: Path) -> None:
         self.kind = kind
+        self.path = tmp_path / "kv.sqlite3"
         self.namespace = f"kv-test-{uuid.uuid4().hex}"
         self.opened: list[KeyValueStore] = []
         self._memory: dict[str, MemoryKeyValue] = {}
 
     def open(self, namespace: str | None = None) -> KeyValueStore:
         namespace = namespace if namespace is not None else self.namespace
-        return self._memory.setdefault(namespace, MemoryKeyValue())
+        if self.kind == "memory":
+            return self._memory.setdefault(namespace, MemoryKeyValue())
+        store = SQLiteKeyValue(self.path, namespace=namespace)
+        self.opened.append(store)
+        return store
 
     async def fresh(self, namespace: str | None = None) -> KeyValueStore:
         """:meth:`open`, connected already: a first use (creating the file, connecting) costs
@@ -68,6 +85,15 @@ async def _place(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> P
 
 @pytest.fixture(params=STORES)
 async def place(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Place]:
+    made = await _place(request.param, request, tmp_path)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+@pytest.fixture(params=SHARED)
+async def shared(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Place]:
     made = await _place(request.param, request, tmp_path)
     try:
         yield made
@@ -252,6 +278,147 @@ async def test_namespaces_do_not_see_each_others_keys(place: Place) -> None:
     assert await ours.take("code") == b"ours"
 
 
+# -- the stores that share ------------------------------------------------------------------
+
+
+async def test_stores_of_one_namespace_share_records(shared: Place) -> None:
+    one, two = await shared.fresh(), await shared.fresh()
+    await one.put("client", b"registered", LONG)
+    assert await two.get("client") == b"registered"
+    assert await two.add("client", b"again", LONG) is False
+    assert await one.incr("hits", LONG) == 1
+    assert await two.incr("hits", LONG) == 2
+    assert await two.take("client") == b"registered"
+    assert await one.get("client") is None
+
+
+# -- SQLite ---------------------------------------------------------------------------------
+
+CHILD = """
+import asyncio, random, sys, time
+from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
+
+async def main() -> None:
+    store = SQLiteKeyValue(sys.argv[1], namespace=sys.argv[2])
+    codes = list(range(int(sys.argv[3])))
+    random.Random(1).shuffle(codes)
+    await store.put("from-child", b"child wrote this", 60)
+    print((await store.get("from-parent")).decode(), flush=True)
+    sys.stdin.readline()  # go
+    half = len(codes) // 2
+    taken = [i for i in codes[:half] if await store.take(f"code-{i}") is not None]
+    print(len(taken), flush=True)
+    deadline = time.monotonic() + 30
+    while await store.get("parent-taking") is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+    taken += [i for i in codes[half:] if await store.take(f"code-{i}") is not None]
+    print(" ".join(map(str, taken)), flush=True)
+    await store.aclose()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.subprocess
+async def test_sqlite_takes_race_fairly_between_two_processes(tmp_path: Path) -> None:
+    # The child takes half the codes alone, then both processes take every code, each in
+    # its own random order, at the same time: each code must be taken exactly once.
+    path, namespace, codes = tmp_path / "kv.sqlite3", "race", 600
+    store = SQLiteKeyValue(path, namespace=namespace)
+    child = None
+    try:
+        await store.put("from-parent", b"parent wrote this", LONG)
+        for i in range(codes):
+            await store.put(f"code-{i}", str(i).encode(), LONG)
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", CHILD, str(path), namespace, str(codes),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert child.stdin is not None
+        assert child.stdout is not None
+        assert await asyncio.wait_for(child.stdout.readline(), 30.0) == b"parent wrote this\n"
+        assert await store.get("from-child") == b"child wrote this"
+        child.stdin.write(b"go\n")
+        await child.stdin.drain()
+        assert await asyncio.wait_for(child.stdout.readline(), 30.0) == b"%d\n" % (codes // 2)
+        await store.put("parent-taking", b"", LONG)
+        order = list(range(codes))
+        random.Random(2).shuffle(order)
+        ours = [i for i in order if await store.take(f"code-{i}") is not None]
+        theirs = [int(i) for i in (await asyncio.wait_for(child.stdout.readline(), 60.0)).split()]
+        assert sorted(ours + theirs) == list(range(codes))  # each code taken exactly once
+        # And both took some while both were taking (the child had half before).
+        assert ours
+        assert len(theirs) > codes // 2
+        assert await asyncio.wait_for(child.wait(), 30.0) == 0
+    finally:
+        if child is not None and child.returncode is None:
+            child.kill()
+            await child.wait()
+        await store.aclose()
+
+
+async def test_sqlite_records_outlive_the_store_that_wrote_them(tmp_path: Path) -> None:
+    path = tmp_path / "kv.sqlite3"
+    store = SQLiteKeyValue(path, namespace="auth")
+    await store.put("refresh", b"token", LONG)
+    await store.incr("hits", LONG)
+    await store.aclose()
+    again = SQLiteKeyValue(path, namespace="auth")
+    try:
+        assert await again.get("refresh") == b"token"
+        assert await again.incr("hits", LONG) == 2
+    finally:
+        await again.aclose()
+
+
+async def test_sqlite_sweeps_expired_rows_in_batches(tmp_path: Path) -> None:
+    path = tmp_path / "kv.sqlite3"
+    store = SQLiteKeyValue(path, namespace="auth")
+
+    def rows() -> int:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            (count,) = db.execute("SELECT COUNT(*) FROM keyvalue").fetchone()
+            return int(count)
+
+    forgotten = sqlite_keyvalue.SWEEP_BATCH + 50
+    try:
+        for i in range(forgotten):
+            await store.put(f"code-{i}", b"never read", SHORT)
+        await store.put("kept", b"live", LONG)
+        assert rows() == forgotten + 1
+        await asyncio.sleep(PAST)
+        await store.put("one", b"", LONG)  # sweeps one batch
+        assert rows() == forgotten - sqlite_keyvalue.SWEEP_BATCH + 2
+        assert await store.add("two", b"", LONG)  # and the rest
+        assert await store.incr("three", LONG) == 1
+        assert rows() == 4
+        assert await store.get("kept") == b"live"
+    finally:
+        await store.aclose()
+
+
+async def test_an_unusable_sqlite_file_raises_store_unavailable_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    for path in (tmp_path / "missing" / "kv.sqlite3", tmp_path):
+        store = SQLiteKeyValue(path, namespace="auth")
+        try:
+            with caplog.at_level(logging.WARNING, logger="mcpserve.keyvalue"):
+                for attempt in (store.put("k", b"v", LONG), store.get("k")):
+                    with pytest.raises(StoreUnavailable) as raised:
+                        await attempt
+                    message = str(raised.value)
+                    assert message.startswith(f"The key-value store in {path} could not ")
+                    assert "\n" not in message
+            assert not store.available
+        finally:
+            await store.aclose()
+    noted = [r for r in caplog.records if r.name == "mcpserve.keyvalue"]
+    assert len(noted) == 2  # once for each store, not for each attempt
+    assert all(r.exc_info is None for r in noted)
+
+
 # -- memory ---------------------------------------------------------------------------------
 
 
@@ -270,9 +437,21 @@ async def test_memory_drops_records_never_read_after_sweep_every_writes() -> Non
 # -- choosing a store -------------------------------------------------------------------------
 
 
-def test_keyvalue_from_url_picks_the_memory_store() -> None:
+async def test_keyvalue_from_url_picks_each_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert isinstance(keyvalue_from_url("memory://", namespace="auth"), MemoryKeyValue)
-    assert isinstance(keyvalue_from_url("", namespace="auth"), MemoryKeyValue)
+    monkeypatch.chdir(tmp_path)
+    absolute = tmp_path / "absolute.db"
+    for url, file in (("sqlite:///relative.db", tmp_path / "relative.db"),
+                      (f"sqlite:///{absolute}", absolute)):  # fmt: skip
+        store = keyvalue_from_url(url, namespace="auth")
+        assert isinstance(store, SQLiteKeyValue)
+        try:
+            await store.put("k", b"v", LONG)
+            assert file.exists()
+        finally:
+            await store.aclose()
 
 
 @pytest.mark.parametrize(
@@ -281,6 +460,10 @@ def test_keyvalue_from_url_picks_the_memory_store() -> None:
         ("postgres://db/auth", r"^Unknown store 'postgres://db/auth': use memory://"),
         ("memcached://", r"^Unknown store"),
         ("redis:/host", r"^Unknown store"),
+        ("sqlite:relative.db", r"^Unknown store"),
+        ("sqlite://", r"^sqlite:// needs a path"),
+        ("sqlite:///", r"^sqlite:// needs a path"),
+        ("sqlite://relative.db", r"^sqlite:// needs a path"),
     ],
 )
 def test_keyvalue_from_url_refuses_an_unknown_or_malformed_url(url: str, says: str) -> None:
