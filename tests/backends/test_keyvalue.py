@@ -1,14 +1,15 @@
-"""The key-value stores held to the same tests: :class:`MemoryKeyValue` and
-:class:`SQLiteKeyValue` (a file in ``tmp_path``).
+"""The three key-value stores held to the same tests: :class:`MemoryKeyValue`,
+:class:`SQLiteKeyValue` (a file in ``tmp_path``) and :class:`RedisKeyValue` (a real
+``redis-server``: the run's ``redis`` fixture, each test in a namespace of its own).
 
 Every store: values come back as the bytes they were; a record is gone once its life
 passes; ``put`` replaces a value and its life; ``add`` writes only over an absent or expired
 record; ``take`` gives a value once, to one of any number of concurrent takers; ``incr``
 counts within a window that its first increment opens; a life that is not a positive,
 finite number of seconds and a value that is not bytes are refused alike; namespaces are
-apart. Then what only SQLite does: two store objects, and two processes, on one file share
-records and race fairly; expired rows are swept; a file SQLite cannot open raises
-``StoreUnavailable``.
+apart. Then what only the durable stores do: two store objects (and, for SQLite, two
+processes) on one file or one Redis share records and race fairly; expired rows are swept;
+a Redis nobody listens on, or a file SQLite cannot open, raises ``StoreUnavailable``.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import math
 import random
 import sqlite3
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from redis import Redis as SyncRedis
 
 from mcpserve.backends.keyvalue import (
     KeyValueStore,
@@ -32,11 +35,14 @@ from mcpserve.backends.keyvalue import (
     StoreUnavailable,
     keyvalue_from_url,
 )
+from mcpserve.backends.redis.keyvalue import RedisKeyValue
 from mcpserve.backends.sqlite import keyvalue as sqlite_keyvalue
 from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
+from redis_server import REDIS_PARAM, RedisServer
+from wire_helpers import free_port
 
-STORES = ["memory", "sqlite"]
-SHARED = ["sqlite"]
+STORES = ["memory", "sqlite", REDIS_PARAM]
+SHARED = ["sqlite", REDIS_PARAM]
 #: A life meant to pass during a test (seconds): far longer than the steps before the first
 #: look take, even on a loaded machine.
 SHORT = 0.5
@@ -52,9 +58,10 @@ class Place:
     """Where one test's records live: stores opened on it share them, as other processes
     or instances would (memory: one store per namespace, this process only)."""
 
-    def __init__(self, kind: str, tmp_path: Path) -> None:
+    def __init__(self, kind: str, tmp_path: Path, redis: RedisServer | None) -> None:
         self.kind = kind
         self.path = tmp_path / "kv.sqlite3"
+        self.redis = redis
         self.namespace = f"kv-test-{uuid.uuid4().hex}"
         self.opened: list[KeyValueStore] = []
         self._memory: dict[str, MemoryKeyValue] = {}
@@ -63,7 +70,12 @@ class Place:
         namespace = namespace if namespace is not None else self.namespace
         if self.kind == "memory":
             return self._memory.setdefault(namespace, MemoryKeyValue())
-        store = SQLiteKeyValue(self.path, namespace=namespace)
+        store: KeyValueStore
+        if self.kind == "sqlite":
+            store = SQLiteKeyValue(self.path, namespace=namespace)
+        else:
+            assert self.redis is not None
+            store = RedisKeyValue(self.redis.url, namespace=namespace)
         self.opened.append(store)
         return store
 
@@ -80,7 +92,8 @@ class Place:
 
 
 async def _place(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    return Place(kind, tmp_path)
+    server = request.getfixturevalue("redis") if kind == "redis" else None
+    return Place(kind, tmp_path, server)
 
 
 @pytest.fixture(params=STORES)
@@ -292,6 +305,56 @@ async def test_stores_of_one_namespace_share_records(shared: Place) -> None:
     assert await one.get("client") is None
 
 
+async def test_redis_keeps_each_record_under_the_namespace_with_its_life(
+    redis: RedisServer,
+) -> None:
+    namespace = f"kv-test-{uuid.uuid4().hex}"
+    store = RedisKeyValue(redis.url, namespace=namespace)
+    prefix = f"mcpserve:{{{namespace}}}:kv:"
+    try:
+        await store.put("put", b"\xff", LONG)
+        await store.add("added", b"", LONG)
+        await store.incr("counted", LONG)
+        await store.put("tiny", b"v", 0.0001)  # rounds up to Redis's least, 1 ms
+        await asyncio.sleep(0.05)
+        with SyncRedis.from_url(redis.url, socket_timeout=5.0) as client:
+            assert sorted(client.keys(prefix + "*")) == [
+                f"{prefix}{key}".encode() for key in ("added", "counted", "put")
+            ]
+            assert client.get(prefix + "put") == b"\xff"
+            assert client.get(prefix + "counted") == b"1"
+            for key in ("put", "added", "counted"):
+                assert LONG * 1000 - 5000 < client.pttl(prefix + key) <= LONG * 1000
+    finally:
+        await store.aclose()
+
+
+async def test_a_redis_nobody_listens_on_raises_store_unavailable_quickly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    store = RedisKeyValue(url, namespace="down")
+    attempts = [store.get("k"), store.put("k", b"v", LONG), store.add("k", b"v", LONG),
+                store.take("k"), store.delete("k"), store.incr("k", LONG)]  # fmt: skip
+    try:
+        with caplog.at_level(logging.DEBUG):
+            for attempt in attempts:
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailable) as raised:
+                    await asyncio.wait_for(attempt, 10.0)
+                assert time.monotonic() - started < 3.0
+                assert str(raised.value).startswith("The key-value store could not ")
+                assert "\n" not in str(raised.value)
+        assert not store.available
+        noted = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(noted) == 1, [r.getMessage() for r in noted]  # once per outage
+        assert noted[0].name == "mcpserve.keyvalue"
+        assert noted[0].exc_info is None  # a sentence, not a traceback
+        assert f"Redis at {url} is unavailable" in noted[0].getMessage()
+    finally:
+        await store.aclose()
+
+
 # -- SQLite ---------------------------------------------------------------------------------
 
 CHILD = """
@@ -452,6 +515,20 @@ async def test_keyvalue_from_url_picks_each_store(
             assert file.exists()
         finally:
             await store.aclose()
+    redis_store = keyvalue_from_url("redis://127.0.0.1:6379/2", namespace="auth")
+    assert isinstance(redis_store, RedisKeyValue)
+    assert redis_store.namespace == "auth"
+    await redis_store.aclose()
+
+
+@pytest.mark.redis
+async def test_a_store_from_a_redis_url_works(redis: RedisServer) -> None:
+    store = keyvalue_from_url(redis.url, namespace=f"kv-test-{uuid.uuid4().hex}")
+    try:
+        await store.put("k", b"v", LONG)
+        assert await store.take("k") == b"v"
+    finally:
+        await store.aclose()
 
 
 @pytest.mark.parametrize(
@@ -464,9 +541,14 @@ async def test_keyvalue_from_url_picks_each_store(
         ("sqlite://", r"^sqlite:// needs a path"),
         ("sqlite:///", r"^sqlite:// needs a path"),
         ("sqlite://relative.db", r"^sqlite:// needs a path"),
+        ("redis://localhost:notaport/0", r"^Malformed Redis URL 'redis://localhost:notaport/0'"),
+        ("redis://localhost:99999/0", r"^Malformed Redis URL"),
+        ("redis://localhost:6379/notadb", r"^Malformed Redis URL .* names a database"),
+        ("redis://:hunter2@localhost:6379/x", r"^Malformed Redis URL 'redis://\*\*\*@localhost"),
     ],
 )
 def test_keyvalue_from_url_refuses_an_unknown_or_malformed_url(url: str, says: str) -> None:
     with pytest.raises(ValueError, match=says) as raised:
         keyvalue_from_url(url, namespace="auth")
     assert "\n" not in str(raised.value)
+    assert "hunter2" not in str(raised.value)

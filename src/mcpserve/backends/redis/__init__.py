@@ -1,3 +1,3 @@
-"""Redis: the subscription bus, handshake-era sessions and task records, shared by every
-process of a server.
+"""Redis: the subscription bus, handshake-era sessions, task records and the key-value store,
+shared by every process of a server.
 """

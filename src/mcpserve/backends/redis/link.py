@@ -1,12 +1,12 @@
 """What every Redis-backed part of mcpserve does the same way: how it connects, and how an
 outage is told.
 
-The shared handshake-era sessions (``backends/redis/sessions.py``) and the Redis task
-store (``redis_tasks.py``) each hold a :class:`RedisLink`. It connects on first use
-(redis-py loads only then) with short timeouts and one quick retry, so a pooled connection
-that died with a restarted server is replaced and no request waits long. :meth:`run` awaits
-one Redis operation: a failure raises the caller's own exception, and the log says once per
-outage which Redis failed and why, and again when it answers.
+The shared handshake-era sessions (``backends/redis/sessions.py``), the Redis task store
+(``tasks.py``) and the key-value store (``keyvalue.py``) each hold a :class:`RedisLink`. It
+connects on first use (redis-py loads only then) with short timeouts and one quick retry, so
+a pooled connection that died with a restarted server is replaced and no request waits long.
+:meth:`run` awaits one Redis operation: a failure raises the caller's own exception, and the
+log says once per outage which Redis failed and why, and again when it answers.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""SQLite: task records in one file, for one machine."""
+"""SQLite: task records and the key-value store in one file, for one machine."""
