@@ -17,12 +17,22 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 
 from oidc_server import AuthorizationServer, OAuthClient, authorization_server, drive_login
-from wire_helpers import SERVERS, HTTPServerProcess, free_port, http_server_process
+from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, free_port, http_server_process
 
 LOGIN_SERVER = SERVERS / "oidc_login.py"
 #: Where the MCP clients of the tests are sent back to. Nobody listens: the login is driven
@@ -100,3 +110,55 @@ class LoginUser:
 
     def consent_pages(self) -> Sequence[str]:
         return [page for page in self.pages if 'name="decision"' in page]
+
+
+@dataclass
+class MemoryStorage:
+    client_info: OAuthClientInformationFull | None = None
+    tokens: OAuthToken | None = None
+    saved: list[OAuthToken] = field(default_factory=list)
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+        self.saved.append(tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@asynccontextmanager
+async def python_client(
+    stack: LoginStack | Any, user: LoginUser, storage: MemoryStorage
+) -> AsyncIterator[Client]:
+    async def redirect(url: str) -> None:
+        await user.follow(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        answer = user.callbacks[-1]
+        assert "code" in answer, answer
+        return AuthorizationCodeResult(
+            code=answer["code"], state=answer.get("state"), iss=answer.get("iss")
+        )
+
+    provider = OAuthClientProvider(
+        stack.url,
+        OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="Notes for Python"),
+        storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(TIMEOUT), trust_env=False) as http,
+        Client(
+            streamable_http_client(stack.url, http_client=http),
+            read_timeout_seconds=TIMEOUT,
+            cache=None,
+        ) as client,
+    ):
+        yield client

@@ -12,81 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import jwt
 import pytest
 from mcp import Client
-from mcp.client.auth import OAuthClientProvider
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
-    OAuthClientMetadata,
-    OAuthToken,
-)
 
-from login_stack import REDIRECT, LoginStack, LoginUser, login_stack
-from wire_helpers import TIMEOUT
+from login_stack import REDIRECT, LoginUser, MemoryStorage, login_stack, python_client
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.node]
-
-
-@dataclass
-class MemoryStorage:
-    client_info: OAuthClientInformationFull | None = None
-    tokens: OAuthToken | None = None
-    saved: list[OAuthToken] = field(default_factory=list)
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-        self.saved.append(tokens)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-@asynccontextmanager
-async def python_client(
-    stack: LoginStack, user: LoginUser, storage: MemoryStorage
-) -> AsyncIterator[Client]:
-    async def redirect(url: str) -> None:
-        await user.follow(url)
-
-    async def callback() -> AuthorizationCodeResult:
-        answer = user.callbacks[-1]
-        assert "code" in answer, answer
-        return AuthorizationCodeResult(
-            code=answer["code"], state=answer.get("state"), iss=answer.get("iss")
-        )
-
-    provider = OAuthClientProvider(
-        stack.url,
-        OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="Notes for Python"),
-        storage,
-        redirect_handler=redirect,
-        callback_handler=callback,
-    )
-    async with (
-        httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(TIMEOUT), trust_env=False) as http,
-        Client(
-            streamable_http_client(stack.url, http_client=http),
-            read_timeout_seconds=TIMEOUT,
-            cache=None,
-        ) as client,
-    ):
-        yield client
 
 
 async def structured(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> Any:

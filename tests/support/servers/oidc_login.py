@@ -22,8 +22,8 @@ Served with uvicorn on 127.0.0.1. Configuration from the environment:
 Tools: ``whoami`` (the caller as the token says), ``provider_userinfo`` (the provider's
 userinfo endpoint called with ``ctx.upstream_token()``: the user as the provider knows them),
 ``upstream_token_sha256`` (the SHA-256 of ``ctx.upstream_token()``, for a provider without
-userinfo), ``list_notes`` (``notes:read``) and ``add_note`` (``notes:write``). Logs at DEBUG with the
-access log, so a test can check that no token was written.
+userinfo), ``list_notes`` (``notes:read``) and ``add_note`` (``notes:write``). Logs at DEBUG
+with the access log, so a test can check that no token was written.
 """
 
 from __future__ import annotations
