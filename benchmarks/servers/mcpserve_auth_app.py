@@ -11,7 +11,11 @@ line as for every other server (``mcpserve_auth_app.py http PORT``):
 * ``BENCH_AUTH``: ``none`` (no ``auth=``, the baseline), ``jwt`` (``JWTVerifier`` with its
   default token cache) or ``jwt-uncached`` (``JWTVerifier(..., cache=None)``: signature and
   claims verified on every request);
-* ``BENCH_AUTH_ISSUER``: the issuer URL (its metadata names the JWKS);
+  or ``issued`` (``OIDCProxy``: the server is its clients' authorization server, and the
+  tokens are the ones it issues, signed with keys derived from ``BENCH_AUTH_RING``);
+* ``BENCH_AUTH_ISSUER``: the issuer URL (its metadata names the JWKS; for ``issued``, the
+  identity provider, never contacted while measuring);
+* ``BENCH_AUTH_RING``: for ``issued``, the state key ring (``id:base64key``);
 * ``BENCH_AUTH_AUDIENCE``: this server's MCP URL, which tokens must be issued for (default
   ``http://127.0.0.1:PORT/mcp``).
 """
@@ -26,7 +30,7 @@ from _shared import parse_cli
 
 from mcpserve import Server
 
-MODES = ("none", "jwt", "jwt-uncached")
+MODES = ("none", "jwt", "jwt-uncached", "issued")
 MODE_ENV = "BENCH_AUTH"
 ISSUER_ENV = "BENCH_AUTH_ISSUER"
 AUDIENCE_ENV = "BENCH_AUTH_AUDIENCE"
@@ -40,8 +44,18 @@ def make_auth(mode: str, issuer: str | None, audience: str) -> Any:
         raise SystemExit(f"{MODE_ENV} must be one of {', '.join(MODES)}, not {mode!r}")
     if not issuer:
         raise SystemExit(f"{MODE_ENV}={mode} needs {ISSUER_ENV}")
-    from mcpserve.auth import JWTVerifier
+    from mcpserve.auth import JWTVerifier, OIDCProxy
 
+    if mode == "issued":
+        from mcpserve.protocol.request_state import parse_keys
+
+        return OIDCProxy(
+            issuer=issuer,
+            client_id="bench",
+            client_secret="bench-secret",
+            base_url=audience.removesuffix("/mcp"),
+            signing_keys=parse_keys(os.environ["BENCH_AUTH_RING"]),
+        )
     if mode == "jwt":
         return JWTVerifier(issuer=issuer, audience=audience)
     return JWTVerifier(issuer=issuer, audience=audience, cache=None)
