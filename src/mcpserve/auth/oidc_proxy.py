@@ -169,13 +169,14 @@ class OIDCProxy:
         keys = SigningKeys(ring)
         resource = canonical_resource(self.base_url + "/" + site.path.strip("/"))
         verifier = JWTVerifier(self.base_url, resource, jwks=keys.jwks, algorithms=[ALGORITHM])
-        protected = ResourceServer(
+        unbound = _ProtectedByProxy(
             verifier,
             resource=resource,
             authorization_servers=[self.base_url],
             required_scopes=self.required_scopes,
-            closing=self.aclose,
-        ).with_declared_scopes(site.declared_scopes)
+        )
+        unbound.proxy = self
+        protected = unbound.with_declared_scopes(site.declared_scopes)
         server = AuthorizationServer(
             issuer=self.base_url,
             resource=resource,
@@ -228,6 +229,17 @@ class OIDCProxy:
         if owned and self._store is not None:
             await self._store.aclose()
             self._store = None
+
+
+class _ProtectedByProxy(ResourceServer):
+    """The endpoint's resource server, which also closes the proxy at the app's shutdown."""
+
+    proxy: OIDCProxy | None = None
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self.proxy is not None:
+            await self.proxy.aclose()
 
 
 Endpoint = Callable[[AuthorizationServer, Scope, Receive, Send], Awaitable[None]]

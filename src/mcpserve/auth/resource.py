@@ -47,7 +47,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -125,11 +125,8 @@ class ResourceServer:
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
         resource_name: str | None = None,
         resource_documentation: str | None = None,
-        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.verifier = verifier
-        #: Also awaited by :meth:`aclose` (what an authorization server holds open).
-        self._closing = closing
         resource = resource or _single(getattr(verifier, "audience", None))
         if not resource:
             raise ValueError(
@@ -233,8 +230,6 @@ class ResourceServer:
         close = getattr(self.verifier, "aclose", None)
         if close is not None:
             await close()
-        if self._closing is not None:
-            await self._closing()
 
     # -- one request ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ RING = [("new", os.urandom(32)), ("old", os.urandom(32))]
 
 def records(store: MemoryKeyValue | None = None, ring: list[tuple[str, bytes]] = RING) -> Records:
     return Records(
-        store or MemoryKeyValue(),
+        store if store is not None else MemoryKeyValue(),
         TokenCipher(ring),
         code_ttl=60,
         refresh_ttl=3600,
