@@ -107,13 +107,27 @@ def raised(blocked: str, body: str) -> tuple[str, str]:
             'installs: pip install "mcpserve[auth]"',
         ),
         (
+            "jwt",
+            "from mcpserve import OAuth\nOAuth(dpop=True)",
+            "DPoP (signed proofs of possession) needs PyJWT, which the auth extra installs: "
+            'pip install "mcpserve[auth]"',
+        ),
+        (
             "opentelemetry",
             'from mcpserve import Server\nServer("t", tracing=True).pipeline.dispatcher()',
             "Server(tracing=True) needs opentelemetry-api, which the otel extra installs: "
             'pip install "mcpserve[otel]"',
         ),
     ],
-    ids=["auth-jwt", "auth-httpx2", "client-http", "client-oauth", "private-key-jwt", "tracing"],
+    ids=[
+        "auth-jwt",
+        "auth-httpx2",
+        "client-http",
+        "client-oauth",
+        "private-key-jwt",
+        "dpop",
+        "tracing",
+    ],
 )
 def test_a_library_call_raises_one_line_naming_the_extra(
     blocked: str, body: str, message: str

@@ -38,14 +38,8 @@ class PrivateKeyJWT:
         algorithm: str | None = None,
         key_id: str | None = None,
     ) -> None:
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-        pem = private_key.encode() if isinstance(private_key, str) else private_key
-        try:
-            self._key: Any = load_pem_private_key(pem, password=None)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"private_key is not an unencrypted PEM private key: {exc}") from None
-        self.algorithm = algorithm or _algorithm_for(self._key)
+        self._key = load_private_key(private_key, "private_key")
+        self.algorithm = algorithm or algorithm_for(self._key)
         self.key_id = key_id
 
     def __repr__(self) -> str:  # never the key
@@ -73,7 +67,18 @@ class PrivateKeyJWT:
             ) from None
 
 
-def _algorithm_for(key: Any) -> str:
+def load_private_key(pem: str | bytes, option: str) -> Any:
+    """The private key of an unencrypted PEM; ``ValueError`` naming ``option`` otherwise."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        return load_pem_private_key(pem.encode() if isinstance(pem, str) else pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{option} is not an unencrypted PEM private key: {exc}") from None
+
+
+def algorithm_for(key: Any) -> str:
+    """The JWS algorithm a private key's type calls for."""
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
     if isinstance(key, rsa.RSAPrivateKey):
@@ -87,6 +92,4 @@ def _algorithm_for(key: Any) -> str:
         )
     if isinstance(key, ed25519.Ed25519PrivateKey):
         return "EdDSA"
-    raise ValueError(
-        f"A {type(key).__name__} cannot sign client assertions: use an RSA, EC or Ed25519 key"
-    )
+    raise ValueError(f"A {type(key).__name__} cannot sign JWTs: use an RSA, EC or Ed25519 key")

@@ -12,7 +12,8 @@ is refused before anything is sent), a fresh ``state``, the ``resource`` and the
 scopes, plus ``offline_access`` when the server lists it (so that a refresh token spares
 the user the next login). The redirect is checked (:func:`~.redirect.authorization_code`)
 before the code is exchanged at the token endpoint, with the same ``redirect_uri``,
-``resource`` and the code verifier.
+``resource`` and the code verifier. With ``dpop=``, the request names the key's thumbprint
+(``dpop_jkt``), so that the code can only be exchanged with a proof of that key.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx2
 
+from .dpop import DPoPKey
 from .endpoints import register_client, request_tokens
 from .errors import OAuthError
 from .flow import OAuthFlow
@@ -86,6 +88,7 @@ class OAuth(OAuthFlow):
         storage: TokenStorage | None = None,
         timeout: float = 30.0,
         max_step_ups: int = 2,
+        dpop: bool | DPoPKey = False,
     ) -> None:
         super().__init__(
             client_id=client_id,
@@ -96,6 +99,7 @@ class OAuth(OAuthFlow):
             storage=storage,
             timeout=timeout,
             max_step_ups=max_step_ups,
+            dpop=dpop,
         )
         if client_metadata_url is not None:
             _check_metadata_url(client_metadata_url)
@@ -177,6 +181,8 @@ class OAuth(OAuthFlow):
                 f"The authorization server {issuer.issuer} does not list PKCE S256 in "
                 "code_challenge_methods_supported: refusing to authorize without PKCE"
             )
+        if self.dpop is not None:  # before the user is asked, not after
+            self.dpop.check_algorithms(issuer.issuer, issuer.dpop_signing_alg_values_supported)
         requested = self._scopes_for(scopes, issuer)
         verifier, challenge = pkce_pair()
         state = secrets.token_urlsafe(32)
@@ -194,6 +200,8 @@ class OAuth(OAuthFlow):
             }
             if requested:
                 query["scope"] = " ".join(requested)
+            if self.dpop is not None:  # the code is bound to the key too (RFC 9449 section 10)
+                query["dpop_jkt"] = self.dpop.key.thumbprint
             callback = await session.authorize(_with_query(issuer.authorization_endpoint, query))
         code = authorization_code(
             callback,
@@ -216,6 +224,7 @@ class OAuth(OAuthFlow):
                 resource=resource.resource,
                 requested=requested,
                 http_timeout=self.timeout,
+                dpop=self.dpop,
             ),
             f"Exchanging the authorization code at {issuer.issuer}",
         )

@@ -7,8 +7,9 @@ is another parameter when it reads ``name=``, and otherwise a new challenge. Par
 fails: what cannot be read is skipped, so a malformed header gives fewer parameters, never
 an exception.
 
-:func:`bearer_challenge` picks the first ``Bearer`` challenge (schemes compare case
-insensitively, parameter names too) and reads what an MCP client acts on:
+:func:`bearer_challenge` picks the first ``Bearer`` challenge, or ``DPoP`` one (RFC 9449:
+the same parameters; schemes compare case insensitively, parameter names too), and reads
+what an MCP client acts on:
 ``resource_metadata`` (RFC 9728 section 5.1), ``scope`` (RFC 6750 section 3, space
 separated), ``error`` and ``error_description``.
 """
@@ -96,18 +97,24 @@ def _skip_to_comma(header: str, position: int) -> int:
     return len(header) if comma < 0 else comma + 1
 
 
-def bearer_challenge(headers: Iterable[str]) -> BearerChallenge:
-    """The first ``Bearer`` challenge among ``WWW-Authenticate`` header values (an empty
-    one when there is none)."""
+def bearer_challenge(headers: Iterable[str], prefer: str = "bearer") -> BearerChallenge:
+    """The first challenge of the scheme ``prefer`` (``bearer`` or ``dpop``) among
+    ``WWW-Authenticate`` header values, else the first of the other (an empty one when
+    there is neither): a DPoP challenge carries the same parameters (RFC 9449 section
+    7.1), and a server names its error in the challenge of the scheme the token was sent
+    with."""
+    found: dict[str, dict[str, str]] = {}
     for header in headers:
         for challenge in parse_challenges(header):
-            if challenge.scheme == "bearer":
-                found = challenge.parameters
-                scope = found.get("scope")
-                return BearerChallenge(
-                    error=found.get("error") or None,
-                    error_description=found.get("error_description") or None,
-                    scope=tuple(scope.split()) if scope is not None else None,
-                    resource_metadata=found.get("resource_metadata") or None,
-                )
-    return BearerChallenge()
+            if challenge.scheme in ("bearer", "dpop"):
+                found.setdefault(challenge.scheme, challenge.parameters)
+    parameters = found[prefer] if prefer in found else next(iter(found.values()), None)
+    if parameters is None:
+        return BearerChallenge()
+    scope = parameters.get("scope")
+    return BearerChallenge(
+        error=parameters.get("error") or None,
+        error_description=parameters.get("error_description") or None,
+        scope=tuple(scope.split()) if scope is not None else None,
+        resource_metadata=parameters.get("resource_metadata") or None,
+    )

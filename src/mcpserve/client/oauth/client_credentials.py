@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .dpop import DPoPKey
 from .tokens import TokenStorage
 from .unattended import UnattendedGrant
 
@@ -48,6 +49,7 @@ class ClientCredentials(UnattendedGrant):
         storage: TokenStorage | None = None,
         timeout: float = 30.0,
         max_step_ups: int = 1,
+        dpop: bool | DPoPKey = False,
     ) -> None:
         if not client_id or (not client_secret) == (private_key is None):
             raise ValueError(
@@ -65,6 +67,7 @@ class ClientCredentials(UnattendedGrant):
             storage=storage,
             timeout=timeout,
             max_step_ups=max_step_ups,
+            dpop=dpop,
         )
 
     async def _grant_form(self) -> dict[str, str]:

@@ -16,9 +16,11 @@ limit the client to those scopes forever, and step-up would be refused (docs/dec
 "Dynamic registration without scope").
 
 **Answers.** A token answer must be JSON with a string ``access_token`` and a
-``token_type`` of ``Bearer`` (any case); an OAuth error answer (``{"error": ...}``) becomes
-:class:`OAuthError` with its code and description; anything else says what came back
-(status and size), never the body, which may hold a secret.
+``token_type`` of ``Bearer`` (any case), or ``DPoP`` when the request carried a DPoP proof
+(:mod:`.dpop`; a refusal for the proof's nonce is answered once, with the nonce given); an
+OAuth error answer (``{"error": ...}``) becomes :class:`OAuthError` with its code and
+description; anything else says what came back (status and size), never the body, which
+may hold a secret.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import httpx2
 from ...auth.discovery import MAX_DOCUMENT_BYTES
 from ...protocol.jsonrpc import loads
 from .assertion import ASSERTION_TYPE
+from .dpop import DPoPProofs, asks_for_nonce
 from .errors import OAuthError
 from .metadata import IssuerMetadata, is_loopback
 from .tokens import ClientRegistration, Tokens
@@ -99,10 +102,10 @@ def registration_auth_method(issuer: IssuerMetadata) -> str:
     return next((m for m in _SECRET_METHODS if m in offered), "client_secret_basic")
 
 
-async def _answer(
+async def fetch_answer(
     http: httpx2.AsyncClient, method: str, url: str, what: str, **options: Any
-) -> tuple[int, Any]:
-    """The status and JSON body (``None`` if not JSON) of one bounded request."""
+) -> tuple[int, Any, httpx2.Headers]:
+    """The status, JSON body (``None`` if not JSON) and headers of one bounded request."""
     body = bytearray()
     try:
         async with http.stream(method, url, **options) as response:
@@ -112,16 +115,18 @@ async def _answer(
                     raise OAuthError(
                         f"{what} at {url} answered more than {MAX_DOCUMENT_BYTES} bytes"
                     )
-            status = response.status_code
+            status, headers = response.status_code, response.headers
     except httpx2.HTTPError as exc:
         raise OAuthError(f"{what} at {url} failed: {exc!r}") from None
     try:
-        return status, loads(bytes(body), exact_integers=False) if body else None
+        return status, loads(bytes(body), exact_integers=False) if body else None, headers
     except Exception:  # not JSON: said below, by status and size only
-        return status, None
+        return status, None, headers
 
 
-def _refusal(what: str, url: str, status: int, answer: Any) -> OAuthError:
+def refusal(what: str, url: str, status: int, answer: Any) -> OAuthError:
+    """The error for an answer that is not the one asked for: the server's OAuth error
+    when it sent one, else its status (never its body, which may hold a secret)."""
     if isinstance(answer, dict) and isinstance(answer.get("error"), str):
         code = answer["error"]
         description = answer.get("error_description")
@@ -139,29 +144,50 @@ async def request_tokens(
     resource: str,
     requested: tuple[str, ...] | None,
     http_timeout: float,
+    dpop: DPoPProofs | None = None,
 ) -> Tokens:
-    """POST ``form`` (a grant) to the token endpoint as ``client``: the tokens it answers."""
+    """POST ``form`` (a grant) to the token endpoint as ``client``: the tokens it answers.
+    With ``dpop``, each attempt carries a proof, and a refusal for the proof's nonce is
+    answered once, with the nonce the server gave (RFC 9449 section 8)."""
     method = choose_auth_method(issuer, client)
-    headers = {"Accept": "application/json"}
-    form = {**form, "resource": resource}
-    authenticate(form, headers, client, method, issuer.issuer)
+    endpoint = issuer.token_endpoint
     what = f"The {form['grant_type']} token request"
-    logger.debug("%s to %s as %s (%s)", what, issuer.token_endpoint, client.client_id, method)
-    status, answer = await _answer(
-        http, "POST", issuer.token_endpoint, what, data=form, headers=headers, timeout=http_timeout
-    )
+    if dpop is not None:
+        dpop.check_algorithms(issuer.issuer, issuer.dpop_signing_alg_values_supported)
+    for attempt in (1, 2):
+        headers = {"Accept": "application/json"}
+        sent = {**form, "resource": resource}
+        authenticate(sent, headers, client, method, issuer.issuer)  # a fresh assertion each time
+        if dpop is not None:
+            headers["DPoP"] = dpop.proof("POST", endpoint)
+        logger.debug("%s to %s as %s (%s)", what, endpoint, client.client_id, method)
+        status, answer, answered = await fetch_answer(
+            http, "POST", endpoint, what, data=sent, headers=headers, timeout=http_timeout
+        )
+        if dpop is None:
+            break
+        renewed = dpop.remember(endpoint, answered.get("dpop-nonce"))
+        if not (attempt == 1 and renewed and asks_for_nonce(status, answer, ())):
+            break
+        logger.debug("%s: the server wants a DPoP nonce; sending it again with it", what)
     if status != 200 or not isinstance(answer, dict) or "error" in answer:
-        raise _refusal(what, issuer.token_endpoint, status, answer)
+        raise refusal(what, endpoint, status, answer)
     token, kind = answer.get("access_token"), answer.get("token_type")
     if not isinstance(token, str) or not token or not isinstance(kind, str):
-        raise OAuthError(f"{what} at {issuer.token_endpoint} answered no access token")
-    if kind.lower() != "bearer":
-        raise OAuthError(f"{what} answered a {kind!r} token; this client uses Bearer tokens only")
+        raise OAuthError(f"{what} at {endpoint} answered no access token")
+    if kind.lower() == "dpop" and dpop is not None:
+        kind = "DPoP"
+    elif kind.lower() == "bearer":
+        kind = "Bearer"  # also when a proof was sent: the server does not bind its tokens
+    else:
+        usable = "Bearer and DPoP tokens" if dpop is not None else "Bearer tokens"
+        raise OAuthError(f"{what} answered a {kind!r} token; this client uses {usable} only")
     lifetime = answer.get("expires_in")
     granted = answer.get("scope")
     refresh = answer.get("refresh_token")
     return Tokens(
         access_token=token,
+        token_type=kind,
         expires_at=(
             time.time() + float(lifetime)
             if isinstance(lifetime, int | float) and not isinstance(lifetime, bool)
@@ -198,7 +224,7 @@ async def register_client(
         "application_type": "native" if is_loopback(urlsplit(redirect_uri).hostname) else "web",
     }
     what = "Registering the client"
-    status, answer = await _answer(
+    status, answer, _ = await fetch_answer(
         http,
         "POST",
         endpoint,
@@ -208,7 +234,7 @@ async def register_client(
         timeout=http_timeout,
     )
     if status not in (200, 201) or not isinstance(answer, dict) or "error" in answer:
-        raise _refusal(what, endpoint, status, answer)
+        raise refusal(what, endpoint, status, answer)
     client_id = answer.get("client_id")
     if not isinstance(client_id, str) or not client_id:
         raise OAuthError(f"{what} at {endpoint} answered no client_id")

@@ -25,6 +25,9 @@ for the lock finds the tokens renewed and just uses them.
   hides from tokens without the scope, such as a tool left out of ``tools/list``): the same
   step-up, with the scopes the protected resource metadata names standing for a challenge.
 
+With ``dpop=`` (:mod:`.dpop`), every token request carries a proof of the flow's key, and
+the tokens the authorization server binds to it are sent with a proof on every request.
+
 Scope selection for a first authorization: ``scopes=`` if given, else the challenge's
 ``scope``, else the metadata's ``scopes_supported``, else no ``scope`` at all. The
 ``resource`` of every authorization and token request is the metadata's ``resource``,
@@ -45,6 +48,7 @@ import httpx2
 from ...auth.resource_uri import canonical_resource
 from .assertion import PrivateKeyJWT
 from .challenge import BearerChallenge
+from .dpop import DPoPKey, proofs_for
 from .endpoints import request_tokens
 from .errors import OAuthError
 from .metadata import (
@@ -77,9 +81,12 @@ class OAuthFlow(ABC):
         timeout: float,
         max_step_ups: int,
         client_assertion: PrivateKeyJWT | None = None,
+        dpop: bool | DPoPKey = False,
     ) -> None:
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret= needs client_id=")
+        #: DPoP (:mod:`.dpop`): the key and nonces of this flow's proofs; ``None``: off.
+        self.dpop = proofs_for(dpop)
         self.client_id = client_id
         self.client_secret = client_secret
         self.client_assertion = client_assertion
@@ -288,6 +295,7 @@ class OAuthFlow(ABC):
                     resource=tokens.resource,
                     requested=tokens.scopes,
                     http_timeout=self.timeout,
+                    dpop=self.dpop,
                 ),
                 f"Refreshing the token at {issuer.issuer}",
             )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
+from .dpop import DPoPKey
 from .errors import OAuthError
 from .tokens import TokenStorage
 from .unattended import UnattendedGrant
@@ -58,6 +59,7 @@ class JWTBearer(UnattendedGrant):
         storage: TokenStorage | None = None,
         timeout: float = 30.0,
         max_step_ups: int = 1,
+        dpop: bool | DPoPKey = False,
     ) -> None:
         if not (callable(assertion) or (isinstance(assertion, str) and assertion)):
             raise ValueError("JWTBearer needs the assertion: a JWT, or a function returning one")
@@ -75,6 +77,7 @@ class JWTBearer(UnattendedGrant):
             storage=storage,
             timeout=timeout,
             max_step_ups=max_step_ups,
+            dpop=dpop,
         )
         self._assertion = assertion
 

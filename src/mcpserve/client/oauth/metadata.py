@@ -68,6 +68,8 @@ class IssuerMetadata:
     #: RFC 9207: the authorization response carries ``iss``.
     authorization_response_iss_parameter_supported: bool
     client_id_metadata_document_supported: bool
+    #: RFC 9449: the algorithms of DPoP proofs it checks; ``None``: not said.
+    dpop_signing_alg_values_supported: tuple[str, ...] | None
     #: Where the document was read.
     url: str
     document: JSONDict = field(repr=False, compare=False)
@@ -223,6 +225,9 @@ def _issuer_metadata(document: JSONDict, url: str) -> IssuerMetadata:
         ),
         client_id_metadata_document_supported=(
             document.get("client_id_metadata_document_supported") is True
+        ),
+        dpop_signing_alg_values_supported=_strings(
+            document.get("dpop_signing_alg_values_supported")
         ),
         url=url,
         document=document,

@@ -78,6 +78,7 @@ class UnattendedGrant(OAuthFlow):
                 resource=resource,
                 requested=scopes,
                 http_timeout=self.timeout,
+                dpop=self.dpop,
             ),
             f"The {self.request_name} at {issuer.issuer}",
         )
