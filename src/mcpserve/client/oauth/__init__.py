@@ -16,17 +16,19 @@
 The modules, in the order a first authorization uses them: :mod:`.bearer` (the token on
 each request, the refusals read), :mod:`.flow` (what to do about a refusal),
 :mod:`.challenge` (``WWW-Authenticate``), :mod:`.metadata` (RFC 9728 and RFC 8414
-discovery, checked), :mod:`.authorization_code`, :mod:`.client_credentials` and
-:mod:`.jwt_bearer` (the grants; the last two share :mod:`.unattended`), :mod:`.endpoints`
-(registration, token requests, client authentication, with :mod:`.assertion` for
-``private_key_jwt``), :mod:`.dpop` (proofs of possession, when asked for),
-:mod:`.redirect` (the browser and the redirect back), :mod:`.tokens` (what is kept, and
-where). It needs httpx2; ``docs/auth.md`` ("The client side") is the guide.
+discovery, checked), :mod:`.authorization_code`, :mod:`.client_credentials`,
+:mod:`.jwt_bearer` and :mod:`.enterprise` (the grants; the last three share
+:mod:`.unattended`), :mod:`.endpoints` (registration, token requests, client
+authentication, with :mod:`.assertion` for ``private_key_jwt``), :mod:`.dpop` (proofs of
+possession, when asked for), :mod:`.redirect` (the browser and the redirect back),
+:mod:`.tokens` (what is kept, and where). It needs httpx2; ``docs/auth.md`` ("The client
+side") is the guide.
 """
 
 from .authorization_code import OAuth as OAuth
 from .client_credentials import ClientCredentials as ClientCredentials
 from .dpop import DPoPKey as DPoPKey
+from .enterprise import EnterpriseAuthorization as EnterpriseAuthorization
 from .errors import OAuthError as OAuthError
 from .flow import OAuthFlow as OAuthFlow
 from .jwt_bearer import JWTBearer as JWTBearer
@@ -41,6 +43,7 @@ __all__ = [
     "ClientCredentials",
     "ClientRegistration",
     "DPoPKey",
+    "EnterpriseAuthorization",
     "FileTokenStorage",
     "JWTBearer",
     "LoopbackRedirect",

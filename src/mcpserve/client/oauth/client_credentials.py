@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import httpx2
+
 from .dpop import DPoPKey
+from .metadata import IssuerMetadata
 from .tokens import TokenStorage
 from .unattended import UnattendedGrant
 
@@ -70,5 +73,11 @@ class ClientCredentials(UnattendedGrant):
             dpop=dpop,
         )
 
-    async def _grant_form(self) -> dict[str, str]:
+    async def _grant_form(
+        self,
+        http: httpx2.AsyncClient,
+        issuer: IssuerMetadata,
+        resource: str,
+        scopes: tuple[str, ...] | None,
+    ) -> dict[str, str]:
         return {"grant_type": "client_credentials"}

@@ -22,8 +22,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
+import httpx2
+
 from .dpop import DPoPKey
 from .errors import OAuthError
+from .metadata import IssuerMetadata
 from .tokens import TokenStorage
 from .unattended import UnattendedGrant
 
@@ -81,16 +84,23 @@ class JWTBearer(UnattendedGrant):
         )
         self._assertion = assertion
 
-    async def _grant_form(self) -> dict[str, str]:
-        return {"grant_type": GRANT_TYPE, "assertion": await self._current_assertion()}
+    async def _grant_form(
+        self,
+        http: httpx2.AsyncClient,
+        issuer: IssuerMetadata,
+        resource: str,
+        scopes: tuple[str, ...] | None,
+    ) -> dict[str, str]:
+        return {"grant_type": GRANT_TYPE, "assertion": await read_assertion(self._assertion)}
 
-    async def _current_assertion(self) -> str:
-        source = self._assertion
-        if isinstance(source, str):
-            return source
-        value = source()
-        if inspect.isawaitable(value):
-            value = await value
-        if not isinstance(value, str) or not value:
-            raise OAuthError("The JWTBearer assertion function returned no JWT")
-        return value
+
+async def read_assertion(source: Assertion, what: str = "The JWTBearer assertion function") -> str:
+    """The JWT ``source`` is, or returns now (a function, plain or async)."""
+    if isinstance(source, str):
+        return source
+    value = source()
+    if inspect.isawaitable(value):
+        value = await value
+    if not isinstance(value, str) or not value:
+        raise OAuthError(f"{what} returned no JWT")
+    return value

@@ -23,7 +23,8 @@ from .tokens import ClientRegistration, Tokens
 
 class UnattendedGrant(OAuthFlow):
     """An :class:`~.flow.OAuthFlow` whose tokens come from one token request, again and
-    again: :class:`~.client_credentials.ClientCredentials`, :class:`~.jwt_bearer.JWTBearer`."""
+    again: :class:`~.client_credentials.ClientCredentials`, :class:`~.jwt_bearer.JWTBearer`,
+    :class:`~.enterprise.EnterpriseAuthorization`."""
 
     #: The grant's token request, as errors name it.
     request_name = "token request"
@@ -46,8 +47,15 @@ class UnattendedGrant(OAuthFlow):
         super().__init__(client_assertion=signer, **flow)
 
     @abstractmethod
-    async def _grant_form(self) -> dict[str, str]:
-        """The grant's own fields of the token request (``grant_type`` and the rest)."""
+    async def _grant_form(
+        self,
+        http: httpx2.AsyncClient,
+        issuer: IssuerMetadata,
+        resource: str,
+        scopes: tuple[str, ...] | None,
+    ) -> dict[str, str]:
+        """The grant's own fields of the token request (``grant_type`` and the rest), for
+        ``resource`` at ``issuer`` (a grant may first fetch what it presents there)."""
 
     async def _obtain(
         self,
@@ -66,7 +74,7 @@ class UnattendedGrant(OAuthFlow):
         scopes: tuple[str, ...] | None,
     ) -> Tokens:
         client = self._preregistered(issuer) or ClientRegistration(client_id="")
-        form = await self._grant_form()
+        form = await self._grant_form(http, issuer, resource, scopes)
         if scopes:
             form["scope"] = " ".join(scopes)
         return await self._bounded(
