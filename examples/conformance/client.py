@@ -18,7 +18,10 @@ The ``auth/*`` scenarios put an OAuth authorization server in front of the mock:
 is given ``auth=`` (:func:`oauth_for`), with the pre-registered credentials the scenario's
 context names, a Client ID Metadata Document URL (used only where the server accepts one)
 and, for the browser's part, :func:`follow_redirect`: the mock authorization server consents
-at once and redirects, so fetching the authorization URL yields the callback URL.
+at once and redirects, so fetching the authorization URL yields the callback URL. The
+extensions' scenarios get their grant: client credentials, a workload's JWT, the user's ID
+token from an enterprise IdP (enterprise-managed authorization), and DPoP turned on for
+``auth/dpop*``.
 
 ``scripts/conformance`` runs the suite with this program after the server legs; one
 scenario: ``scripts/conformance client --scenario sse-retry``.
@@ -36,7 +39,7 @@ from typing import Any
 import httpx2
 
 from mcpserve import Client, ClientCredentials, JWTBearer, OAuth, SkillVerificationError
-from mcpserve.client.oauth import OAuthFlow
+from mcpserve.client.oauth import EnterpriseAuthorization, OAuthFlow
 
 JSON = dict[str, Any]
 #: Placeholder values for properties that must be filled and have no default.
@@ -106,6 +109,14 @@ async def follow_redirect(url: str) -> str:
 def oauth_for(scenario: str, context: JSON) -> OAuthFlow:
     if scenario == "auth/wif-jwt-bearer":
         return JWTBearer(context["valid_jwt"], client_id=context.get("client_id"))
+    if scenario == "auth/enterprise-managed-authorization":  # the user's SSO ID token
+        return EnterpriseAuthorization(
+            context["idp_id_token"],
+            idp_token_endpoint=context["idp_token_endpoint"],
+            idp_client_id=context["idp_client_id"],
+            client_id=context["client_id"],
+            client_secret=context["client_secret"],
+        )
     if scenario.startswith("auth/client-credentials"):
         if "private_key_pem" in context:  # private_key_jwt
             key, algorithm = context["private_key_pem"], context.get("signing_algorithm")
@@ -120,6 +131,7 @@ def oauth_for(scenario: str, context: JSON) -> OAuthFlow:
         client_name="mcpserve conformance client",
         redirect_uri=REDIRECT_URI,
         on_authorize=follow_redirect,
+        dpop=scenario.startswith("auth/dpop"),  # DPoP is opt-in; these scenarios test it
     )
 
 
