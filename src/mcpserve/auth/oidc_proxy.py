@@ -38,8 +38,13 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
-from .._types import ASGIApp, Receive, Scope, Send
-from ..backends.keyvalue import KeyValueStore, MemoryKeyValue, keyvalue_from_url
+from .._types import ASGIApp, Message, Receive, Scope, Send
+from ..backends.keyvalue import (
+    KeyValueStore,
+    MemoryKeyValue,
+    StoreUnavailable,
+    keyvalue_from_url,
+)
 from ..protocol.core import Auth
 from .jwt import JWTVerifier
 from .mounting import Site
@@ -52,6 +57,7 @@ from .server.consent import csrf_key
 from .server.records import Records, TokenCipher
 from .server.signing import ALGORITHM, SigningKeys, TokenIssuer
 from .server.upstream import Identity, Upstream
+from .server.web import send_json
 
 logger = logging.getLogger("mcpserve.auth")
 
@@ -246,7 +252,23 @@ Endpoint = Callable[[AuthorizationServer, Scope, Receive, Send], Awaitable[None]
 
 
 def _bound(endpoint: Endpoint, server: AuthorizationServer) -> ASGIApp:
+    """``endpoint`` as a route of the app; a store that cannot be reached answers 503 (the
+    client may try again), never an error page of the server's own making."""
+
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
-        await endpoint(server, scope, receive, send)
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await endpoint(server, scope, receive, sending)
+        except StoreUnavailable as exc:
+            logger.warning("A sign-in step failed: its records cannot be reached (%s)", exc)
+            if not started:
+                answer = {"error": "temporarily_unavailable", "error_description": "Try again"}
+                await send_json(send, 503, answer, [(b"retry-after", b"5")])
 
     return route

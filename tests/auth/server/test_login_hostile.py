@@ -452,7 +452,8 @@ async def test_a_client_metadata_document_names_a_client_without_registration(
     tmp_path: Path,
 ) -> None:
     documents: dict[str, tuple[int, dict[str, str], bytes]] = {}
-    with document_server(documents) as origin:
+    requested: list[str] = []
+    with document_server(documents, requested) as origin:
         client_id = f"{origin}/client.json"
         document = {
             "client_id": client_id,
@@ -476,6 +477,9 @@ async def test_a_client_metadata_document_names_a_client_without_registration(
             login = await client.login(user)
             assert "Documented" in user.consent_pages()[0]
             assert (await client.exchange(login)).status_code == 200
+            again, _, _ = client.authorization_url()
+            assert (await client.http.get(again)).status_code == 200  # the consent page
+            assert requested.count("/client.json") == 1  # fetched once, then cached
             for path in ("/moved.json", "/wrong-id.json", "/missing.json"):
                 client.client_id = f"{origin}{path}"
                 url, _, _ = client.authorization_url()

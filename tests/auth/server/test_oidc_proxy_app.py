@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import os
 import re
+from pathlib import Path
+from typing import Any
 
 import jwt
 import pytest
@@ -16,7 +18,8 @@ import pytest
 from mcpserve import Server
 from mcpserve.auth import JWTVerifier, OIDCProxy
 from mcpserve.auth.server.signing import SigningKeys, TokenIssuer
-from wire_helpers import asgi_client
+from redis_server import REDIS_PARAM
+from wire_helpers import asgi_client, free_port
 
 BASE = "https://mcp.example.com"
 RING = [("k1", os.urandom(32))]
@@ -258,3 +261,59 @@ def test_the_presets_know_their_providers() -> None:
     assert entra.upstream.issuer == "https://login.microsoftonline.com/contoso.com/v2.0"
     with pytest.raises(ValueError, match="directory's id or domain"):
         Entra(client_id="e", client_secret="s", base_url=BASE, tenant="")
+
+
+async def authorize_page(http: Any, client_id: str) -> Any:
+    return await http.get(
+        "/authorize",
+        params={
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": "http://127.0.0.1:49152/callback",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+            "code_challenge_method": "S256",
+            "state": "s",
+        },
+    )
+
+
+@pytest.mark.parametrize("kind", ["sqlite", REDIS_PARAM])
+async def test_two_servers_on_one_store_finish_each_others_steps(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if kind == "sqlite":
+        store = f"sqlite:///{tmp_path / 'auth.db'}"
+    else:
+        redis = request.getfixturevalue("redis")
+        store = redis.url
+    first, second = notes_server(store=store), notes_server(store=store)
+    async with (
+        asgi_client(first.http_app(), host="mcp.example.com") as one,
+        asgi_client(second.http_app(), host="mcp.example.com") as other,
+    ):
+        registered = await one.post(
+            "/register", json={"redirect_uris": ["http://127.0.0.1:49152/callback"]}
+        )
+        client_id = registered.json()["client_id"]
+        elsewhere = await authorize_page(other, client_id)
+        unknown = await authorize_page(other, "never-registered")
+    assert registered.status_code == 201
+    assert elsewhere.status_code == 200
+    assert 'value="allow">Allow</button>' in elsewhere.text
+    assert unknown.status_code == 400
+
+
+async def test_a_store_that_cannot_be_reached_answers_503_and_logs_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens
+    async with asgi_client(notes_server(store=store).http_app(), host="mcp.example.com") as http:
+        registered = await http.post("/register", json={"redirect_uris": ["https://a.example/cb"]})
+        authorizing = await authorize_page(http, "some-client")
+        token = await http.post("/token", data={"grant_type": "refresh_token", "client_id": "x"})
+    for response in (registered, authorizing, token):
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert response.json()["error"] == "temporarily_unavailable"
+    assert "its records cannot be reached" in caplog.text
+    assert "Traceback" not in caplog.text

@@ -34,7 +34,6 @@ import logging
 from urllib.parse import unquote
 
 from ..._types import Receive, Scope, Send
-from ...backends.keyvalue import StoreUnavailable
 from ..tokens import InvalidToken
 from .authorization_server import AuthorizationServer
 from .errors import AuthorizationError
@@ -117,9 +116,6 @@ async def token(server: AuthorizationServer, scope: Scope, receive: Receive, sen
         return
     except AuthorizationError as exc:
         await _error(send, exc, basic=basic)
-        return
-    except StoreUnavailable:
-        await send_json(send, 503, {"error": "temporarily_unavailable"}, [(b"retry-after", b"5")])
         return
     await send_json(send, 200, answer)
 
@@ -206,9 +202,6 @@ async def revoke(server: AuthorizationServer, scope: Scope, receive: Receive, se
     except AuthorizationError as exc:
         await _error(send, exc, basic=basic)
         return
-    except StoreUnavailable:
-        await send_json(send, 503, {"error": "temporarily_unavailable"}, [(b"retry-after", b"5")])
-        return
     await send_json(send, 200, {})
 
 
@@ -251,9 +244,6 @@ async def registration(
         return
     except AuthorizationError as exc:
         await send_json(send, 400, exc.to_json())
-        return
-    except StoreUnavailable:
-        await send_json(send, 503, {"error": "temporarily_unavailable"}, [(b"retry-after", b"5")])
         return
     await send_json(send, 201, client.to_json())
 
