@@ -100,6 +100,7 @@ class OIDCProxy:
         upstream_auth_method: Literal["client_secret_basic", "client_secret_post"] | None = None,
         authorize_params: Mapping[str, str] | None = None,
         identity: Identity = "oidc",
+        issuer_aliases: Sequence[str] = (),
     ) -> None:
         for name, ttl in (
             ("token_ttl", token_ttl),
@@ -133,6 +134,7 @@ class OIDCProxy:
             identity=identity,
             auth_method=upstream_auth_method,
             authorize_params=authorize_params,
+            issuer_aliases=issuer_aliases,
         )
         self.token_ttl = token_ttl
         self.refresh_ttl = refresh_ttl

@@ -64,7 +64,8 @@ class Google(OIDCProxy):
     """Log in with Google. The principal is the Google account's ``sub``.
 
     Google gives a refresh token (for ``ctx.upstream_token()`` past the first hour) only when
-    asked for offline access with the consent prompt, which is what this preset asks for.
+    asked for offline access with the consent prompt, which is what this preset asks for; its
+    ID tokens may name their issuer without the scheme, which is accepted as the same one.
     """
 
     def __init__(
@@ -76,6 +77,7 @@ class Google(OIDCProxy):
         **options: Any,
     ) -> None:
         options.setdefault("authorize_params", {"access_type": "offline", "prompt": "consent"})
+        options.setdefault("issuer_aliases", ["accounts.google.com"])  # Google's ID tokens
         super().__init__(
             "https://accounts.google.com", client_id, client_secret, base_url, scopes, **options
         )

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 
-from login_client import HandClient, pkce_pair
+from login_client import HandClient, Login, pkce_pair
 from login_stack import REDIRECT, LoginStack, LoginUser, login_stack, query_of
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.node]
@@ -125,6 +125,27 @@ async def test_a_loopback_redirect_may_change_its_port_but_nothing_else(tmp_path
         assert (await client.exchange(login)).status_code == 200
         url, _, _ = client.authorization_url(redirect_uri="http://127.0.0.1:50001/other")
         assert (await client.http.get(url)).status_code == 400
+
+
+async def test_a_redirect_uri_named_in_the_request_must_be_repeated_and_only_then(
+    tmp_path: Path,
+) -> None:
+    async with hand(tmp_path) as (_, client):
+        assert (await client.register()).status_code == 201
+
+        async def exchange_without_redirect(login: Login) -> httpx2.Response:
+            return await client.token(
+                grant_type="authorization_code", code=login.code, code_verifier=login.verifier
+            )
+
+        # Left out (one is registered): it is that one, and the exchange leaves it out too.
+        unnamed = await client.login(LoginUser(), redirect_uri=None)
+        assert (await exchange_without_redirect(unnamed)).status_code == 200
+        # Named: the exchange must name it again (OAuth 2.1 4.1.3).
+        named = await client.login(LoginUser())
+        refused = await exchange_without_redirect(named)
+        assert refused.status_code == 400
+        assert error_of(refused) == "invalid_grant"
 
 
 async def test_registration_refuses_redirect_uris_outside_the_allowed_patterns(

@@ -142,7 +142,9 @@ async def _code_grant(
         raise AuthorizationError("invalid_grant", "the code is unknown or has expired")
     if grant["client_id"] != client.client_id:
         raise AuthorizationError("invalid_grant", "the code was issued to another client")
-    if form.get("redirect_uri") != grant["redirect_uri"]:
+    # OAuth 2.1 4.1.3: required, and the same, when the authorization request named it.
+    sent = form.get("redirect_uri")
+    if (sent is not None or grant.get("redirect_uri_sent", True)) and sent != grant["redirect_uri"]:
         raise AuthorizationError(
             "invalid_grant", "redirect_uri must be the one of the authorization request"
         )

@@ -80,6 +80,7 @@ async def authorize(
         await _refuse_page(send, 400, "Unknown application", exc.description)
         return
     redirect_uri = params.get("redirect_uri")
+    redirect_uri_sent = redirect_uri is not None
     if redirect_uri is None and len(client.redirect_uris) == 1:
         redirect_uri = client.redirect_uris[0]
     if redirect_uri is None or not any(matches(r, redirect_uri) for r in client.redirect_uris):
@@ -104,6 +105,7 @@ async def authorize(
     pending: JSONDict = {
         "client_id": client.client_id,
         "redirect_uri": redirect_uri,
+        "redirect_uri_sent": redirect_uri_sent,
         "state": state,
         "challenge": params["code_challenge"],
         "scopes": scopes,
@@ -244,6 +246,7 @@ async def callback(server: AuthorizationServer, scope: Scope, receive: Receive, 
             "login": login,
             "client_id": pending["client_id"],
             "redirect_uri": redirect_uri,
+            "redirect_uri_sent": pending.get("redirect_uri_sent", True),
             "challenge": pending["challenge"],
             "scopes": pending["scopes"],
             "subject": subject,

@@ -69,6 +69,7 @@ class Upstream:
         identity: Identity = "oidc",
         auth_method: Literal["client_secret_basic", "client_secret_post"] | None = None,
         authorize_params: Mapping[str, str] | None = None,
+        issuer_aliases: Sequence[str] = (),
         timeout: float = 10.0,
     ) -> None:
         self.issuer = issuer.rstrip("/")
@@ -78,6 +79,8 @@ class Upstream:
         self.identity_source = identity
         self.auth_method = auth_method
         self.authorize_params = dict(authorize_params or {})
+        #: Other spellings of the issuer its ID tokens may carry (Google: without https://).
+        self.issuer_aliases = frozenset(issuer_aliases)
         self.timeout = timeout
         self._given: JSONDict = {
             name: value
@@ -224,6 +227,13 @@ class Upstream:
     async def _verified_id_token(self, id_token: str) -> JSONDict:
         metadata = await self.metadata()
         issuer = str(metadata.get("issuer") or self.issuer)
+        if self.issuer_aliases:
+            try:
+                claimed = jwt.decode(id_token, options={"verify_signature": False}).get("iss")
+            except jwt.PyJWTError:
+                raise UpstreamFailed("the ID token cannot be read") from None
+            if claimed in self.issuer_aliases:
+                issuer = str(claimed)  # still verified: signature, audience, expiry, nonce
         if TENANT_PLACEHOLDER in issuer:  # multi-tenant Entra: the token's tenant, verified
             try:
                 tenant = jwt.decode(id_token, options={"verify_signature": False}).get("tid")
