@@ -115,10 +115,12 @@ class HandClient:
             f"{self.stack.base_url}/revoke", data={**credentials, "token": token}, auth=auth
         )
 
-    async def call_tool(self, access_token: str, name: str) -> httpx2.Response:
+    async def call_tool(
+        self, access_token: str, name: str, arguments: dict[str, Any] | None = None
+    ) -> httpx2.Response:
         """``tools/call`` of ``name`` at the MCP endpoint with ``access_token``."""
         return await self.http.post(
             self.stack.url,
-            content=encode(call(1, name, {})),
+            content=encode(call(1, name, arguments or {})),
             headers={**mcp_headers("tools/call", name), "authorization": f"Bearer {access_token}"},
         )

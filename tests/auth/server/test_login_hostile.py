@@ -92,6 +92,29 @@ async def test_a_login_by_hand_gives_tokens_that_call_tools_and_a_refresh_that_r
         )
 
 
+async def test_a_narrow_token_is_refused_a_wider_tool_and_steps_up_with_a_new_consent(
+    tmp_path: Path,
+) -> None:
+    async with (
+        hand(tmp_path) as (_, client),
+        httpx2.AsyncClient(trust_env=False, timeout=30) as browser,
+    ):
+        assert (await client.register()).status_code == 201
+        user = LoginUser(browser=browser)
+        narrow = (await client.exchange(await client.login(user, scope="notes:read"))).json()
+        assert narrow["scope"] == "notes:read"
+        refused = await client.call_tool(narrow["access_token"], "add_note", {"text": "hi"})
+        assert refused.status_code == 403
+        challenge = refused.headers["www-authenticate"]
+        assert 'error="insufficient_scope"' in challenge
+        assert 'scope="notes:write"' in challenge
+        wide = await client.exchange(await client.login(user, scope="notes:read notes:write"))
+        assert len(user.consent_pages()) == 2  # a new scope is asked for again
+        added = await client.call_tool(wide.json()["access_token"], "add_note", {"text": "hi"})
+        assert added.status_code == 200
+        assert added.json()["result"]["structuredContent"] == {"author": "alice", "count": 1}
+
+
 # -- redirect URIs ---------------------------------------------------------------------------
 
 
