@@ -37,7 +37,11 @@ def proxy(**options: object) -> OIDCProxy:
 
 
 def notes_server(**options: object) -> Server:
-    server = Server("notes", auth=proxy(**options))
+    return notes_server_of(proxy(**options))
+
+
+def notes_server_of(auth: OIDCProxy) -> Server:
+    server = Server("notes", auth=auth)
 
     @server.tool(scopes=["notes:read"])
     def list_notes() -> list[str]:
@@ -286,7 +290,8 @@ async def test_two_servers_on_one_store_finish_each_others_steps(
     else:
         redis = request.getfixturevalue("redis")
         store = redis.url
-    first, second = notes_server(store=store), notes_server(store=store)
+    proxies = [proxy(store=store), proxy(store=store)]
+    first, second = (notes_server_of(each) for each in proxies)
     async with (
         asgi_client(first.http_app(), host="mcp.example.com") as one,
         asgi_client(second.http_app(), host="mcp.example.com") as other,
@@ -297,6 +302,8 @@ async def test_two_servers_on_one_store_finish_each_others_steps(
         client_id = registered.json()["client_id"]
         elsewhere = await authorize_page(other, client_id)
         unknown = await authorize_page(other, "never-registered")
+    for each in proxies:  # no lifespan ran in process: close what the app would have
+        await each.aclose()
     assert registered.status_code == 201
     assert elsewhere.status_code == 200
     assert 'value="allow">Allow</button>' in elsewhere.text
@@ -307,10 +314,12 @@ async def test_a_store_that_cannot_be_reached_answers_503_and_logs_why(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens
-    async with asgi_client(notes_server(store=store).http_app(), host="mcp.example.com") as http:
+    unreachable = proxy(store=store)
+    async with asgi_client(notes_server_of(unreachable).http_app(), host="mcp.example.com") as http:
         registered = await http.post("/register", json={"redirect_uris": ["https://a.example/cb"]})
         authorizing = await authorize_page(http, "some-client")
         token = await http.post("/token", data={"grant_type": "refresh_token", "client_id": "x"})
+    await unreachable.aclose()
     for response in (registered, authorizing, token):
         assert response.status_code == 503
         assert response.headers["retry-after"] == "5"
