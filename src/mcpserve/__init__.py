@@ -33,6 +33,7 @@ from .protocol.errors import ToolError as ToolError
 from .server.context.context import Context as Context
 from .server.context.rounds import InputRequired as InputRequired
 from .server.entries.cache import CachePolicy as CachePolicy
+from .server.entries.dependencies import Depends as Depends
 from .server.entries.resources import Contents as Contents
 from .server.entries.resources import Resource as Resource
 from .server.entries.resources import ResourceTemplate as ResourceTemplate
@@ -153,6 +154,7 @@ __all__ = [
     "Completion",
     "Contents",
     "Context",
+    "Depends",
     "Elicit",
     "ElicitResult",
     "EmbeddedResource",

@@ -45,6 +45,11 @@ def blocking(fn: UserFunctionT) -> UserFunctionT:
     return fn
 
 
+def is_marked_blocking(fn: UserFunction) -> bool:
+    """Whether ``fn`` was marked with :func:`blocking`."""
+    return bool(getattr(fn, _BLOCKING_MARK, False))
+
+
 def is_synchronous(invoke: Invoker) -> bool:
     """True for an invoker of a plain function run inline: it never waits on anything."""
     return getattr(invoke, "synchronous", False)
@@ -73,7 +78,7 @@ def make_invoker(
 
         return call_async
 
-    if blocking or (blocking is None and getattr(fn, _BLOCKING_MARK, False)):
+    if blocking or (blocking is None and is_marked_blocking(fn)):
 
         async def call_in_thread(kwargs: dict[str, object]) -> object:
             context = contextvars.copy_context()

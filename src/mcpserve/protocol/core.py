@@ -117,6 +117,7 @@ class Request:
     # A plain class, not a dataclass: generating dataclass methods at import costs a
     # noticeable share of a stdio server's cold start (~0.3 ms per class on Python 3.11).
     __slots__ = (
+        "after_response",
         "ask",
         "auth",
         "handler",
@@ -165,6 +166,9 @@ class Request:
         self.inline = False
         #: The HTTP status an error the handler raised asked for (``MCPError.http_status``).
         self.http_status: int | None = None
+        #: Set to a list by a transport that runs, once it has written the response, what
+        #: the handler leaves there (a dependency's teardown; :func:`run_after_response`).
+        self.after_response: list[Callable[[], Awaitable[None]]] | None = None
 
     def __repr__(self) -> str:
         return f"Request(id={self.id!r}, method={self.method!r})"
@@ -444,6 +448,17 @@ class Dispatcher(Generic[C]):
 async def answered(answer: Answer) -> JSONDict:
     """The response an :data:`Answer` stands for, awaited if it has to be."""
     return answer if isinstance(answer, dict) else await answer
+
+
+async def run_after_response(request: Request) -> None:
+    """Run what the request's handler left for after its response (each callback logs its
+    own failures; one that raises anyway is logged here and the rest still run)."""
+    pending, request.after_response = request.after_response, None
+    for callback in pending or ():
+        try:
+            await callback()
+        except Exception:
+            logger.exception("Work after the response to %r failed", request)
 
 
 def refuse_duplicate_id() -> InvalidRequest:

@@ -5,6 +5,7 @@ handshake-era client gets to answer a question, and the sealer of ``requestState
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .. import _environment as environment
@@ -39,6 +40,7 @@ class Runtime:
         "answers_without_state",
         "client_logging",
         "client_timeout_seconds",
+        "dependency_overrides",
         "lifespan_state",
         "loop_watch",
         "max_threads",
@@ -79,6 +81,8 @@ class Runtime:
         #: ``OIDCProxy`` given as ``auth=``), or None.
         self.upstream_tokens = upstream_tokens
         self._pool: ThreadPoolExecutor | None = None
+        #: Replacements of dependencies, by the function they replace (tests set them).
+        self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""

@@ -87,6 +87,8 @@ class Server(Generic[StateT]):
         self.settings = config.settings()
         self.registry = Registry()
         self.runtime = config.runtime()
+        #: Replacements of ``Depends`` functions, by the function replaced (for tests).
+        self.dependency_overrides = self.runtime.dependency_overrides
         self.subscriptions = config.subscriptions(self.registry)
         self.registry.on_change(lambda kind: self.subscriptions.publish({"type": kind}))
         #: The handshake era's front (2025-11-25 and earlier), or None when switched off.

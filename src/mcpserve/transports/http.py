@@ -66,7 +66,7 @@ from .._serving import Authenticate
 from .._types import JSONDict, Receive, Scope, Send
 from ..protocol import constants as c
 from ..protocol import http_headers as hh
-from ..protocol.core import ANONYMOUS, Auth
+from ..protocol.core import ANONYMOUS, Auth, run_after_response
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.handshake_state import Route
 from ..protocol.jsonrpc import Kind, classify, error_response, loads, readable_id
@@ -403,6 +403,7 @@ class HTTPApp:
         )
         if stream.sse_allowed:
             request.send = stream.notify
+        request.after_response = []  # run once the response is written (below)
         try:
             answer = dispatcher.execute(request)
             if isinstance(answer, dict):
@@ -413,3 +414,5 @@ class HTTPApp:
                 await stream.finish(finished, request.http_status)
         finally:
             stream.close()
+            if request.after_response:
+                await run_after_response(request)

@@ -36,7 +36,7 @@ from typing import Any
 from .._types import JSONDict, Receive, Scope, Send
 from ..backends.redis.sessions import SharedSessions
 from ..protocol import constants as c
-from ..protocol.core import Auth, answered, refuse_duplicate_id
+from ..protocol.core import Auth, Request, answered, refuse_duplicate_id, run_after_response
 from ..protocol.errors import InternalError, InvalidRequest, MCPError
 from ..protocol.handshake import Era, era_of
 from ..protocol.handshake_state import Peer, Route, route
@@ -252,11 +252,13 @@ class HTTPHandshake:
         sink = StreamSink(stream)
         ask = functools.partial(session.outgoing.call, sink, owner=asyncio.current_task())
         before = session.session.state()
+        request: Request | None = None
         try:
             try:
                 request = dispatcher.prepare(
                     message, send=sink, auth=auth, session=session.session, ask=ask, http=http
                 )
+                request.after_response = []  # run once the response is on its stream (below)
                 response = await answered(dispatcher.execute(request))
             except MCPError as exc:
                 response = error_response(message["id"], exc)
@@ -269,6 +271,8 @@ class HTTPHandshake:
                 stream.push(response)
         finally:
             stream.finish()
+            if request is not None and request.after_response:
+                await run_after_response(request)
 
     # -- GET and DELETE ---------------------------------------------------------------------
 

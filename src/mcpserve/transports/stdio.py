@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from .._types import JSONDict
-from ..protocol.core import refuse_duplicate_id
+from ..protocol.core import Request, refuse_duplicate_id, run_after_response
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
 from ..protocol.handshake_state import Route
 from ..protocol.jsonrpc import (
@@ -144,11 +144,13 @@ class StdioSession:
         dispatcher = self.endpoint.dispatcher
         ask = handshake.ask if session is not None and handshake is not None else None
         request = dispatcher.prepare(message, send=self._send_related, session=session, ask=ask)
+        if not request.inline:
+            request.after_response = []  # run once the response is written (_serve)
         answer = dispatcher.execute(request)
         if isinstance(answer, dict):
             self.send(answer)
             return
-        task = asyncio.create_task(self._serve(answer, request.method, request_id))
+        task = asyncio.create_task(self._serve(answer, request))
         self.inflight[request_id] = task
         task.add_done_callback(lambda _: self.inflight.pop(request_id, None))
 
@@ -157,16 +159,20 @@ class StdioSession:
         if not _cancelling():
             self.send(message)
 
-    async def _serve(self, work: Awaitable[JSONDict], method: str, request_id: RequestId) -> None:
-        response = await work
-        if _cancelling():
-            return  # cancelled: not even a late result is written
-        self.send(response)
-        if method == "subscriptions/listen" and "result" in response:
-            # The server ended the subscription: after its result, the stdio teardown
-            # notification too (docs/decisions.md, "Ending a listen on stdio").
-            params = {"requestId": request_id, "reason": "Subscription ended"}
-            self.send(notification("notifications/cancelled", params))
+    async def _serve(self, work: Awaitable[JSONDict], request: Request) -> None:
+        try:
+            response = await work
+            if _cancelling():
+                return  # cancelled: not even a late result is written
+            self.send(response)
+            if request.method == "subscriptions/listen" and "result" in response:
+                # The server ended the subscription: after its result, the stdio teardown
+                # notification too (docs/decisions.md, "Ending a listen on stdio").
+                params = {"requestId": request.id, "reason": "Subscription ended"}
+                self.send(notification("notifications/cancelled", params))
+        finally:
+            if request.after_response:
+                await run_after_response(request)
 
     def _notification(self, message: JSONDict) -> None:
         if message.get("method") != "notifications/cancelled":

@@ -40,6 +40,7 @@ from ...protocol.errors import MCPError, reraise_unexpected
 from ..context.context import Context
 from ..context.rounds import InputRequired, NeedInput
 from ..schema.signature import ArgumentSpec, inspect_arguments, parse_docstring
+from .dependencies import Dependencies, Depends
 
 if TYPE_CHECKING:  # the thread pool's module loads with the first blocking handler
     from concurrent.futures import ThreadPoolExecutor
@@ -72,7 +73,17 @@ class FunctionEntry(abc.ABC):
 
     # Plain classes, not dataclasses: compared by identity, and dataclass method generation
     # would cost a noticeable share of a stdio server's cold start.
-    __slots__ = ("arguments", "fn", "inline", "invoke", "key", "scopes", "synchronous", "wire")
+    __slots__ = (
+        "arguments",
+        "dependencies",
+        "fn",
+        "inline",
+        "invoke",
+        "key",
+        "scopes",
+        "synchronous",
+        "wire",
+    )
 
     def __init__(
         self,
@@ -88,11 +99,18 @@ class FunctionEntry(abc.ABC):
         self.fn = fn
         #: What requests name it by: a tool's name, a resource's URI, a method's name.
         self.key = key
-        self.arguments: ArgumentSpec = inspect_arguments(fn, context_type=Context, strict=strict)
+        self.arguments: ArgumentSpec = inspect_arguments(
+            fn, context_type=Context, injected_type=Depends, strict=strict
+        )
         self.invoke = make_invoker(fn, blocking=blocking, pool=pool)
+        #: What ``Depends`` parameters need, solved before each call (:mod:`.dependencies`).
+        self.dependencies = (
+            Dependencies(self.arguments.injected) if self.arguments.injected else None
+        )
         #: A plain function run on the event loop (not in the thread pool): its calls are
-        #: timed, and one that holds the loop too long is named (:mod:`.loop_watch`).
-        self.inline = is_synchronous(self.invoke)
+        #: timed, and one that holds the loop too long is named (:mod:`.loop_watch`). One
+        #: with dependencies waits for them first.
+        self.inline = self.dependencies is None and is_synchronous(self.invoke)
         #: Answered inline: it never waits, so nothing can cancel it mid-call. Cleared for
         #: kinds whose calls may wait around the function (a task, middleware).
         self.synchronous = self.inline
@@ -120,6 +138,10 @@ class FunctionEntry(abc.ABC):
         try:
             kwargs = self.bind(self.admit(arguments, ctx), ctx)
             if not self.inline:
+                if self.dependencies is not None:
+                    return self._finished_later(
+                        self.dependencies.call(self.invoke, kwargs, ctx), ctx
+                    )
                 return self._finished_later(self.invoke(kwargs), ctx)
             started = perf_counter()
             value = self.fn(**kwargs)

@@ -137,6 +137,7 @@ class ArgumentSpec:
         "_validate_json",
         "_validate_python",
         "context_param",
+        "injected",
         "input_schema",
         "param_names",
     )
@@ -154,6 +155,9 @@ class ArgumentSpec:
         self.param_names = param_names
         self._validate_python = validate_python
         self._validate_json = validate_json
+        #: Parameters the server provides (``Annotated[T, Depends(...)]``): each name and
+        #: its marker, set aside from the schema like the context.
+        self.injected: tuple[tuple[str, object], ...] = ()
 
     def __repr__(self) -> str:
         return f"ArgumentSpec(param_names={self.param_names!r})"
@@ -184,12 +188,22 @@ class ArgumentSpec:
 
 
 def inspect_arguments(
-    fn: UserFunction, *, context_type: type | None = None, strict: bool = False
+    fn: UserFunction,
+    *,
+    context_type: type | None = None,
+    injected_type: type | None = None,
+    strict: bool = False,
 ) -> ArgumentSpec:
-    """Build the input schema and validator for ``fn``'s parameters (once, at registration)."""
+    """Build the input schema and validator for ``fn``'s parameters (once, at registration).
+
+    A parameter annotated ``Annotated[T, marker]`` with a marker of ``injected_type`` is the
+    server's to provide, like the context: it is left out of the schema and listed in
+    :attr:`ArgumentSpec.injected`.
+    """
     hints = _hints(fn)
     _, param_docs = parse_docstring(fn)
     context_param: str | None = None
+    injected: list[tuple[str, object]] = []
     headers: dict[str, str] = {}
     # (name, annotation, default, description) per parameter; also the cache key.
     shape: _Shape = []
@@ -209,6 +223,11 @@ def inspect_arguments(
                 raise TypeError(f"{fn!r} has two context parameters: {context_param}, {name}")
             context_param = name
             continue
+        if injected_type is not None:
+            marker = _marker_of(annotation, param.default, injected_type, fn, name)
+            if marker is not None:
+                injected.append((name, marker))
+                continue
         if (header := _header_of(annotation)) is not None:
             headers[name] = header
         description = param_docs.get(name)
@@ -227,14 +246,34 @@ def inspect_arguments(
         key, cached = None, None
     if cached is not None:
         # Same parameters, types, defaults and descriptions: the same schema and validator.
-        return cached.with_schema(_copy_json(cached.input_schema))
-    try:
-        spec = _build_arguments(_typed_fields(shape), headers, context_param, strict)
-    except Exception as exc:
-        raise _unsupported_parameters(fn, shape, exc) from None
-    if key is not None and len(_SPEC_CACHE) < _SPEC_CACHE_SIZE:
-        _SPEC_CACHE[key] = spec
+        spec = cached.with_schema(_copy_json(cached.input_schema))
+    else:
+        try:
+            spec = _build_arguments(_typed_fields(shape), headers, context_param, strict)
+        except Exception as exc:
+            raise _unsupported_parameters(fn, shape, exc) from None
+        if key is not None and len(_SPEC_CACHE) < _SPEC_CACHE_SIZE:
+            _SPEC_CACHE[key] = spec
+        if injected:  # the cached spec stays free of this function's markers
+            spec = spec.with_schema(spec.input_schema)
+    spec.injected = tuple(injected)
     return spec
+
+
+def _marker_of(
+    annotation: object, default: object, marker_type: type, fn: UserFunction, name: str
+) -> object | None:
+    """The ``marker_type`` in the parameter's ``Annotated`` metadata, or None. A marker given
+    as the default instead is a mistake with a one-line fix."""
+    for meta in _strip_annotated(annotation)[1]:
+        if isinstance(meta, marker_type):
+            return meta
+    if isinstance(default, marker_type):
+        raise TypeError(
+            f"{getattr(fn, '__qualname__', fn)!r}: parameter {name!r} has {default!r} as its "
+            f"default; write it in the annotation instead: {name}: Annotated[T, {default!r}]"
+        )
+    return None
 
 
 def _unsupported_parameters(fn: UserFunction, shape: _Shape, exc: Exception) -> Exception:
