@@ -315,6 +315,30 @@ def test_the_tutorials_tests_pass_under_pytest_asyncio_in_strict_and_auto_mode(
     assert "3 passed" in done.stdout
 
 
+GUIDE_TO_TESTING = next(doc for doc in DOCUMENTS if doc.name == "testing.md")
+
+
+@pytest.mark.subprocess
+def test_the_testing_guides_tests_pass_under_pytest(tmp_path: Path) -> None:
+    files = project_files(GUIDE_TO_TESTING)
+    for name, code in files.items():
+        (tmp_path / name).write_text(code)
+    [command] = [
+        command.words
+        for block in blocks(GUIDE_TO_TESTING)
+        if block.language == "console"
+        for command in console_commands(block)
+        if command.words[0] == "pytest"
+    ]
+    assert command == ["pytest", "test_orders.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", *command, "-p", "no:cacheprovider", "-o", "asyncio_mode=strict"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
+
+
 # ------------------------------------------------------------------------------ the rules
 
 FENCE = "```"
