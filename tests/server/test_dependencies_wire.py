@@ -83,6 +83,16 @@ async def test_stdio_on_the_2026_wire(tmp_path: Path) -> None:
         await hides_the_dependency(exchange, request)
 
 
+async def test_stdio_tears_down_a_cancelled_requests_dependency_at_once(tmp_path: Path) -> None:
+    env = {"MCPSERVE_TEST_MARKER_DIR": str(tmp_path)}
+    async with stdio_server([sys.executable, str(SERVER)], env=env) as proc:
+        await proc.send(call(11, "hang", {}))
+        await wait_for_file(tmp_path / "started-11")
+        cancel = {"requestId": 11, "reason": "changed my mind"}
+        await proc.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        assert await wait_for_file(tmp_path / "ended-11") == "CancelledError"
+
+
 async def test_stdio_in_the_handshake_era(tmp_path: Path) -> None:
     env = {"MCPSERVE_TEST_MARKER_DIR": str(tmp_path)}
     async with legacy_stdio([sys.executable, str(SERVER)], env=env) as proc:

@@ -5,7 +5,7 @@ handshake-era client gets to answer a question, and the sealer of ``requestState
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .. import _environment as environment
@@ -82,7 +82,7 @@ class Runtime:
         self.upstream_tokens = upstream_tokens
         self._pool: ThreadPoolExecutor | None = None
         #: Replacements of dependencies, by the function they replace (tests set them).
-        self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
+        self.dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] = {}
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""

@@ -480,3 +480,66 @@ def test_depends_written_as_a_default_is_refused_with_the_annotated_form() -> No
         @server.tool
         def find(db: str = Depends(get_db)) -> str:  # type: ignore[assignment]
             return db
+
+
+# -- composition and tasks --------------------------------------------------------------------
+
+
+async def test_a_mounted_servers_dependencies_follow_its_overrides_and_the_parents_first(
+    connect: Any,
+) -> None:
+    billing = Server("billing")
+
+    def ledger() -> str:
+        return "real ledger"
+
+    @billing.tool
+    def balance(account: str, book: Annotated[str, Depends(ledger)]) -> str:
+        return f"{account} in the {book}"
+
+    parent = Server("parent")
+    parent.mount(billing, namespace="billing")
+
+    async with connect(parent) as client:
+        tools = {tool["name"]: tool["inputSchema"] for tool in await client.list_tools()}
+        mounted = text_of(await client.call_tool("billing_balance", {"account": "acme"}))
+        # Renamed in place, one argument fixed; the parent's overrides apply to the call.
+        parent.transform_tool("billing_balance", name="my_balance", fixed={"account": "me"})
+        billing.dependency_overrides[ledger] = lambda: "billing's ledger"
+        childs = text_of(await client.call_tool("my_balance", {}))
+        parent.dependency_overrides[ledger] = lambda: "parent's ledger"
+        parents = text_of(await client.call_tool("my_balance", {}))
+    assert list(tools["billing_balance"]["properties"]) == ["account"]
+    assert mounted == "acme in the real ledger"
+    assert childs == "me in the billing's ledger"
+    assert parents == "me in the parent's ledger"
+
+
+async def test_a_task_tools_dependency_is_torn_down_when_its_work_ends_not_with_the_answer() -> (
+    None
+):
+    from mcpserve import Client
+    from mcpserve.testing import serve_http
+
+    server = Server("t")
+    events: list[str] = []
+    release = threading.Event()
+
+    async def worker() -> AsyncIterator[str]:
+        events.append("open")
+        yield "worker"
+        events.append("close")
+
+    @server.tool(task="required")
+    async def crunch(who: Annotated[str, Depends(worker)]) -> str:
+        await asyncio.to_thread(release.wait, 10)
+        return f"crunched by {who}"
+
+    with serve_http(server) as url:
+        async with Client.http(url) as client:
+            handle = await client.call_tool("crunch", {}, task=True)
+            assert events == ["open"]  # the task's creation was answered; the work goes on
+            release.set()
+            result = await asyncio.wait_for(handle.result(), 10)
+    assert text_of(result) == "crunched by worker"
+    assert events == ["open", "close"]

@@ -3,7 +3,9 @@
 ``lookup`` depends on ``open_store``, an async generator whose teardown waits (at most
 ``RELEASE_WAIT`` seconds) for ``$MCPSERVE_TEST_MARKER_DIR/release-<request id>`` and then
 writes ``closed-<request id>``: a test sees the response arrive while the teardown still
-waits, then releases it. ``broken`` depends on ``unreachable``, which raises.
+waits, then releases it. ``broken`` depends on ``unreachable``, which raises. ``hang``
+never returns; its dependency ``tracked`` writes ``started-<request id>`` before its
+``yield`` and ``ended-<request id>`` (the name of what ended it) after.
 
 Served over HTTP on ``$MCPSERVE_TEST_HTTP_PORT`` (``_serve.py``), stdio otherwise.
 """
@@ -34,6 +36,16 @@ async def open_store(ctx: Context) -> AsyncIterator[dict[str, str]]:
     (marks / f"closed-{ctx.request_id}").write_text("closed")
 
 
+async def tracked(ctx: Context) -> AsyncIterator[None]:
+    marks = Path(os.environ["MCPSERVE_TEST_MARKER_DIR"])
+    (marks / f"started-{ctx.request_id}").write_text("started")
+    try:
+        yield
+    except BaseException as exc:
+        (marks / f"ended-{ctx.request_id}").write_text(type(exc).__name__)
+        raise
+
+
 def unreachable() -> str:
     raise ConnectionError("store.internal:6379 refused the connection")
 
@@ -47,6 +59,12 @@ def lookup(key: str, store: Annotated[dict[str, str], Depends(open_store)]) -> s
 @app.tool
 def broken(store: Annotated[str, Depends(unreachable)]) -> str:
     return store
+
+
+@app.tool
+async def hang(watch: Annotated[None, Depends(tracked)]) -> str:
+    await asyncio.Event().wait()
+    return "never"
 
 
 if __name__ == "__main__":

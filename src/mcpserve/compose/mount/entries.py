@@ -22,6 +22,7 @@ so is everything the call decides. What the wrapper changes:
 from __future__ import annotations
 
 import re
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +127,7 @@ class ChildRuntime(Runtime):
 
     __slots__ = ("answering",)
 
-    def __init__(self, answering: Runtime, lifespan_state: object) -> None:
+    def __init__(self, answering: Runtime, child: Runtime) -> None:
         super().__init__(
             client_logging=answering.client_logging,
             client_timeout_seconds=answering.client_timeout_seconds,
@@ -134,7 +135,11 @@ class ChildRuntime(Runtime):
             loop_watch=answering.loop_watch,
         )
         self.answering = answering
-        self.lifespan_state = lifespan_state
+        self.lifespan_state = child.lifespan_state
+        # Both servers' replacements of dependencies, the answering server's first.
+        self.dependency_overrides = ChainMap(
+            answering.dependency_overrides, child.dependency_overrides
+        )
 
     @property
     def sealer(self) -> StateSealer:
@@ -156,7 +161,7 @@ class ChildState:
         # Made again only when the answering runtime or the child's state changed (never,
         # while a server serves): views are read-only, so requests share one.
         if view is None or view.answering is not answering or view.lifespan_state is not state:
-            view = self._view = ChildRuntime(answering, state)
+            view = self._view = ChildRuntime(answering, self._child)
         return view
 
 

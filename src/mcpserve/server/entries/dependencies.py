@@ -48,12 +48,15 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._invoking import Invoker, is_async, is_marked_blocking
 from ...protocol.errors import InternalError, MCPError, ToolError, new_ref, reraise_unexpected
 from ..context.context import Context
 from ..schema.signature import inspect_arguments
+
+if TYPE_CHECKING:  # the thread pool's module loads with the first blocking call
+    from concurrent.futures import ThreadPoolExecutor
 
 logger = logging.getLogger("mcpserve")
 
@@ -161,19 +164,23 @@ def dependency_of(fn: Callable[..., Any], path: tuple[Callable[..., Any], ...] =
 class Dependencies:
     """A handler's dependencies, read at registration, and how one call solves them."""
 
-    __slots__ = ("params",)
+    __slots__ = ("params", "pool")
 
-    def __init__(self, injected: tuple[tuple[str, object], ...]) -> None:
+    def __init__(
+        self, injected: tuple[tuple[str, object], ...], pool: Callable[[], ThreadPoolExecutor]
+    ) -> None:
         #: Each parameter the server provides, and what provides it.
         self.params = tuple(
             (param, dependency_of(marker.dependency))
             for param, marker in injected
             if isinstance(marker, Depends)
         )
+        #: Where ``@blocking`` dependencies run: the pool of the server that registered them.
+        self.pool = pool
 
     async def call(self, invoke: Invoker, kwargs: dict[str, object], ctx: Context) -> object:
         """Solve the dependencies into ``kwargs``, then call the function with them."""
-        solved = Solved(ctx)
+        solved = Solved(ctx, self.pool)
         try:
             for param, dependency in self.params:
                 kwargs[param] = await solved.value(dependency)
@@ -189,10 +196,11 @@ class Dependencies:
 class Solved:
     """One request's dependencies: each value once, and the teardowns they left."""
 
-    __slots__ = ("ctx", "error", "overrides", "teardowns", "values")
+    __slots__ = ("ctx", "error", "overrides", "pool", "teardowns", "values")
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, pool: Callable[[], ThreadPoolExecutor]) -> None:
         self.ctx = ctx
+        self.pool = pool
         self.overrides = ctx.runtime.dependency_overrides
         self.values: dict[Callable[..., Any], object] = {}
         #: Generator dependencies entered, in order, with the context manager to exit.
@@ -247,7 +255,7 @@ class Solved:
     async def _in_pool(self, job: Callable[[], object]) -> object:
         context = contextvars.copy_context()  # the caller's context variables travel along
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.ctx.runtime.thread_pool(), context.run, job)
+        return await loop.run_in_executor(self.pool(), context.run, job)
 
     async def finish(self) -> None:
         """Tear down now, or leave it to the transport to do after the response is

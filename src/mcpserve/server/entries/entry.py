@@ -105,7 +105,7 @@ class FunctionEntry(abc.ABC):
         self.invoke = make_invoker(fn, blocking=blocking, pool=pool)
         #: What ``Depends`` parameters need, solved before each call (:mod:`.dependencies`).
         self.dependencies = (
-            Dependencies(self.arguments.injected) if self.arguments.injected else None
+            Dependencies(self.arguments.injected, pool) if self.arguments.injected else None
         )
         #: A plain function run on the event loop (not in the thread pool): its calls are
         #: timed, and one that holds the loop too long is named (:mod:`.loop_watch`). One
