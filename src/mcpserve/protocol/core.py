@@ -29,7 +29,10 @@ returns the response: the result, or the error any exception becomes
 at once, or with an awaitable when it has to wait; ``execute`` hands back the response, or an
 awaitable of it, likewise, and a transport writes the one or awaits the other in a task of
 its own (the task that cancelling the request cancels; the context learns which when the
-awaiting starts). There is one path through the code for both.
+awaiting starts). There is one path through the code for both. A transport that writes
+the response itself may give the request an ``after_response`` list first; what a handler
+leaves there (a dependency's teardown) it runs once the response is written
+(:func:`run_after_response`).
 
 Results are stamped on the way out: ``resultType`` and the reserved ``serverInfo`` ``_meta``
 key on the 2026-07-28 wire, the handshake era's conversion (:mod:`.handshake`) for a

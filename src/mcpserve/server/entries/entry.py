@@ -12,7 +12,9 @@ A call takes the same steps for every kind:
    required client capabilities; for kinds that may ask the client, the ``requestState`` of
    a retry, verified before anything runs) and says which arguments to bind;
 2. the arguments are validated into keyword arguments and the context is added; arguments
-   that do not fit raise :class:`InvalidArguments`, whose text names each problem;
+   that do not fit raise :class:`InvalidArguments`, whose text names each problem. A
+   function with ``Depends`` parameters has them solved next (:mod:`.dependencies`), so it
+   never answers inline;
 3. the function runs (:meth:`~FunctionEntry.run`): here and now for a plain function, which
    answers with the result itself, awaited for any other, which answers with an awaitable;
 4. a question to the client (``await ctx.elicit(...)`` raising :class:`.rounds.NeedInput`)
