@@ -235,6 +235,53 @@ async def test_incr_of_a_key_that_holds_no_counter_raises_value_error(
     assert await store.get("hits") == held
 
 
+async def test_take_token_spends_a_full_bucket_then_says_how_long_to_wait(place: Place) -> None:
+    store = await place.fresh()
+    assert [await store.take_token("calls", 2.0, 3) for _ in range(3)] == [0.0, 0.0, 0.0]
+    wait = await store.take_token("calls", 2.0, 3)  # empty: a token comes every 0.5 s
+    assert 0.3 < wait <= 0.5
+    assert await store.take_token("other", 2.0, 3) == 0.0  # each key has its own bucket
+    await asyncio.sleep(wait + 0.05)
+    assert await store.take_token("calls", 2.0, 3) == 0.0  # refilled at the rate
+    assert await store.take_token("calls", 2.0, 3) > 0
+
+
+async def test_take_token_refills_no_further_than_the_burst(place: Place) -> None:
+    store = await place.fresh()
+    assert await store.take_token("calls", 20.0, 2) == 0.0
+    await asyncio.sleep(0.3)  # six tokens' worth of time: the bucket holds two
+    assert [await store.take_token("calls", 20.0, 2) for _ in range(2)] == [0.0, 0.0]
+    assert await store.take_token("calls", 20.0, 2) > 0
+
+
+async def test_of_twenty_concurrent_token_takers_the_burst_get_one(shared: Place) -> None:
+    stores = [shared.open(), shared.open()]
+    waits = await asyncio.gather(*(stores[n % 2].take_token("calls", 0.01, 5) for n in range(20)))
+    assert sorted(w == 0.0 for w in waits) == [False] * 15 + [True] * 5
+
+
+@pytest.mark.parametrize("held", [b"", b"abc", b"1.5", b"1 2 3", b"nan 1"])
+async def test_take_token_of_a_key_that_holds_no_bucket_raises_value_error(
+    place: Place, held: bytes
+) -> None:
+    store = await place.fresh()
+    await store.put("calls", held, LONG)
+    with pytest.raises(ValueError, match=r"^'calls' holds something other than a token bucket"):
+        await store.take_token("calls", 1.0, 1)
+    assert await store.get("calls") == held
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst"), [(0, 1), (-1, 1), (math.nan, 1), (1, 0.5), (1, math.inf)]
+)
+async def test_take_token_refuses_a_bucket_that_is_not_positive_and_finite(
+    place: Place, rate: float, burst: float
+) -> None:
+    store = await place.fresh()
+    with pytest.raises(ValueError, match="must be a"):
+        await store.take_token("calls", rate, burst)
+
+
 async def test_delete_removes_a_record_and_an_absent_key_is_fine(place: Place) -> None:
     store = await place.fresh()
     await store.put("consent", b"yes", LONG)

@@ -8,7 +8,9 @@ step on the shared store, never a read followed by a write:
 * :meth:`KeyValueStore.take` reads and deletes (an authorization code is used once,
   whichever instance is asked twice at the same moment);
 * :meth:`KeyValueStore.add` writes only if the key is absent (a lock, a first use);
-* :meth:`KeyValueStore.incr` counts within a window (a rate limit).
+* :meth:`KeyValueStore.incr` counts within a window (a rate limit);
+* :meth:`KeyValueStore.take_token` takes a token from a bucket that refills at a steady
+  rate (a rate limit that allows bursts).
 
 Every record has a life in seconds and is gone after it: nothing needs sweeping by hand.
 
@@ -26,7 +28,15 @@ import time
 from typing import Protocol
 
 from .keyvalue_rules import StoreUnavailable as StoreUnavailable
-from .keyvalue_rules import check_ttl, check_value, counter_value
+from .keyvalue_rules import (
+    bucket_record,
+    bucket_state,
+    check_bucket,
+    check_ttl,
+    check_value,
+    counter_value,
+    refill,
+)
 
 
 class KeyValueStore(Protocol):
@@ -55,6 +65,13 @@ class KeyValueStore(Protocol):
     async def incr(self, key: str, ttl: float) -> int:
         """Add one to the counter at ``key`` and return it; a counter that did not exist
         starts at 1 and lives ``ttl`` seconds from then (later increments keep that end)."""
+        ...
+
+    async def take_token(self, key: str, rate: float, burst: float) -> float:
+        """Take one token from the bucket at ``key``, which holds at most ``burst`` tokens
+        and gains ``rate`` a second (a bucket that did not exist is full). 0.0 when a token
+        was taken; else none was, and the seconds until one will be there. The bucket's
+        record lives until it would be full again."""
         ...
 
     async def aclose(self) -> None:
@@ -129,6 +146,15 @@ class MemoryKeyValue:
         count = counter_value(key, record[1]) + 1
         self._records[key] = (record[0], str(count).encode())
         return count
+
+    async def take_token(self, key: str, rate: float, burst: float) -> float:
+        check_bucket(rate, burst)
+        now = time.monotonic()  # one process: its own clock serves
+        raw = self._live(key)
+        held = None if raw is None else bucket_state(key, raw)
+        tokens, wait, life = refill(held, now, rate, burst)
+        self._set(key, bucket_record(tokens, now), life)
+        return wait
 
     async def aclose(self) -> None:
         self._records.clear()

@@ -10,6 +10,10 @@ same answers to the same mistakes.
   and Redis would encode it, so each store would answer differently; a ``TypeError`` says so.
 * A counter is kept as its decimal digits (``b"3"``): ``incr`` of a key that holds
   anything else raises :class:`ValueError`, as Redis's ``INCR`` refuses it.
+* A token bucket (``take_token``) is kept as two decimal numbers, the tokens left and
+  when they were counted (``b"4.5 1700000000.25"``); its ``rate`` and ``burst`` are
+  positive, finite numbers (``ValueError`` otherwise), and a key holding anything else is
+  refused with ``ValueError``, as ``incr`` refuses one that holds no counter.
 * A store that cannot be reached, or fails, raises :class:`StoreUnavailable`.
 
 The stores import this module, and ``keyvalue.py`` imports the stores when a URL names
@@ -52,3 +56,50 @@ def counter_value(key: str, raw: bytes) -> int:
 def not_a_counter(key: str) -> ValueError:
     """The error of ``incr`` on a key that holds something other than a counter."""
     return ValueError(f"{key[:60]!r} holds something other than a counter: incr cannot count it")
+
+
+def check_bucket(rate: float, burst: float) -> None:
+    """Refuse a bucket whose rate or size is not a positive, finite number."""
+    if not 0 < rate < math.inf:
+        raise ValueError(f"rate must be a positive, finite number of tokens a second, not {rate!r}")
+    if not 1 <= burst < math.inf:
+        raise ValueError(f"burst must be a finite number of tokens, at least 1, not {burst!r}")
+
+
+def bucket_state(key: str, raw: bytes) -> tuple[float, float]:
+    """The tokens a bucket's record holds, and when they were counted."""
+    parts = raw.split(b" ")
+    try:
+        tokens, counted = float(parts[0]), float(parts[1])
+    except (ValueError, IndexError):
+        raise not_a_bucket(key) from None
+    if len(parts) != 2 or not (math.isfinite(tokens) and math.isfinite(counted)):
+        raise not_a_bucket(key)
+    return tokens, counted
+
+
+def refill(
+    held: tuple[float, float] | None, now: float, rate: float, burst: float
+) -> tuple[float, float, float]:
+    """One token taken from a bucket (``held``: its tokens and when they were counted, or
+    None for a full one): the tokens left, the seconds to wait when there was none (0.0
+    when one was taken), and the seconds until the bucket is full again (its record's life)."""
+    tokens = burst
+    if held is not None:
+        tokens = min(burst, held[0] + max(0.0, now - held[1]) * rate)
+    wait = 0.0
+    if tokens >= 1:
+        tokens -= 1
+    else:
+        wait = (1 - tokens) / rate
+    return tokens, wait, max((burst - tokens) / rate, 0.001)
+
+
+def bucket_record(tokens: float, now: float) -> bytes:
+    """A bucket as its record holds it."""
+    return f"{tokens!r} {now!r}".encode()
+
+
+def not_a_bucket(key: str) -> ValueError:
+    """The error of ``take_token`` on a key that holds something other than a bucket."""
+    return ValueError(f"{key[:60]!r} holds something other than a token bucket")

@@ -16,7 +16,10 @@ Every operation is one atomic step on the server, so instances racing on one key
   gets the value;
 * ``incr`` is one script that creates the counter with its expiry (``SET NX PX``) or
   else ``INCR``s it, which keeps the expiry it has: a counter never exists without one,
-  as it could if ``INCR`` and ``PEXPIRE`` were sent apart and a crash fell between them.
+  as it could if ``INCR`` and ``PEXPIRE`` were sent apart and a crash fell between them;
+* ``take_token`` is one script that reads the bucket, refills it by the time passed on
+  Redis's own clock (``TIME``: every instance reads the same one), takes a token when there
+  is one and writes the bucket back, living until it would be full again.
 
 A Redis error raises :class:`StoreUnavailable` (``link.py`` logs it once per outage, and
 again when Redis answers); redis-py reconnects by itself.
@@ -29,7 +32,14 @@ import math
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..keyvalue_rules import StoreUnavailable, check_ttl, check_value, not_a_counter
+from ..keyvalue_rules import (
+    StoreUnavailable,
+    check_bucket,
+    check_ttl,
+    check_value,
+    not_a_bucket,
+    not_a_counter,
+)
 from .bus import redact
 from .link import RedisLink
 
@@ -42,6 +52,29 @@ if redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX') then return 1 end
 local count = redis.pcall('INCR', KEYS[1])
 if type(count) == 'table' then return false end
 return count
+"""
+
+# ARGV: rate (tokens a second), burst. The bucket is "<tokens> <seconds>" (keyvalue_rules);
+# the answer is the seconds to wait as a string ("0": a token was taken), since Redis
+# would cut a Lua number to an integer; false when the key holds no bucket.
+_TAKE_TOKEN = """
+local function finite(x) return x and x == x and x ~= math.huge and x ~= -math.huge end
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local tokens = burst
+local held = redis.call('GET', KEYS[1])
+if held then
+  local left, counted = string.match(held, '^(%S+) (%S+)$')
+  left, counted = tonumber(left), tonumber(counted)
+  if not (finite(left) and finite(counted)) then return false end
+  tokens = math.min(burst, left + math.max(0, now - counted) * rate)
+end
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+local life = math.max(1, math.ceil((burst - tokens) / rate * 1000))
+redis.call('SET', KEYS[1], string.format('%.17g %.17g', tokens, now), 'PX', life)
+return string.format('%.17g', wait)
 """
 
 
@@ -61,6 +94,7 @@ class RedisKeyValue:
             error=StoreUnavailable,
         )
         self._incr: Any = None
+        self._take_token: Any = None
         _check_database(url)
         try:
             self._client()  # redis-py reads the URL here (it connects on first use)
@@ -77,6 +111,7 @@ class RedisKeyValue:
     def _client(self) -> Any:
         if not self._link.connected:  # first use, or after aclose
             self._incr = self._link.client().register_script(_INCR)
+            self._take_token = self._link.client().register_script(_TAKE_TOKEN)
         return self._link.client()
 
     def _key(self, key: str) -> str:
@@ -122,6 +157,16 @@ class RedisKeyValue:
         if count is None:
             raise not_a_counter(key)
         return int(count)
+
+    async def take_token(self, key: str, rate: float, burst: float) -> float:
+        check_bucket(rate, burst)
+        self._client()
+        wait = await self._link.run(
+            "take a token", self._take_token(keys=[self._key(key)], args=[repr(rate), repr(burst)])
+        )
+        if wait is None:
+            raise not_a_bucket(key)
+        return float(wait)
 
     async def aclose(self) -> None:
         await self._link.close()

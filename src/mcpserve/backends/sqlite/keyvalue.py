@@ -14,9 +14,9 @@ sqlite3 blocks, so every operation is one function run on the store's own thread
 single-thread executor, which also serializes the one connection): the event loop never
 waits on the disk, and an operation whose caller is cancelled still ends its transaction.
 A read is one ``SELECT``. Every write that depends on what is there (``add``, ``take``,
-``incr``) is one ``BEGIN IMMEDIATE`` transaction that reads the row, then writes: processes
-sharing the file take turns (waiting up to ``busy_timeout`` seconds for each other), so of
-any number of takes of one key, in any number of processes, one gets the value.
+``incr``, ``take_token``) is one ``BEGIN IMMEDIATE`` transaction that reads the row, then
+writes: processes sharing the file take turns (waiting up to ``busy_timeout`` seconds for
+each other), so of any number of takes of one key, in any number of processes, one gets the value.
 
 An expired row is invisible at once (every read asks for ``expires_at > now``) and deleted
 later, in batches of :data:`SWEEP_BATCH` by each write that adds a row, so a file that has
@@ -38,7 +38,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..keyvalue_rules import StoreUnavailable, check_ttl, check_value, counter_value
+from ..keyvalue_rules import (
+    StoreUnavailable,
+    bucket_record,
+    bucket_state,
+    check_bucket,
+    check_ttl,
+    check_value,
+    counter_value,
+    refill,
+)
 
 logger = logging.getLogger("mcpserve.keyvalue")
 
@@ -98,6 +107,10 @@ class SQLiteKeyValue:
     async def incr(self, key: str, ttl: float) -> int:
         check_ttl(ttl)
         return await self._run("count", self._incr, key, ttl)
+
+    async def take_token(self, key: str, rate: float, burst: float) -> float:
+        check_bucket(rate, burst)
+        return await self._run("take a token", self._take_token, key, rate, burst)
 
     async def aclose(self) -> None:
         if self._executor is None:
@@ -241,3 +254,12 @@ class SQLiteKeyValue:
                 (str(count).encode(), self.namespace, key),
             )
             return count
+
+    def _take_token(self, key: str, rate: float, burst: float) -> float:
+        with self._write() as db:
+            now = time.time()  # wall-clock: every process sharing the file reads the same
+            row = self._row(db, key)
+            held = None if row is None or row[1] <= now else bucket_state(key, row[0])
+            tokens, wait, life = refill(held, now, rate, burst)
+            self._store(db, key, bucket_record(tokens, now), life)
+            return wait
