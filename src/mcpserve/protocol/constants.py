@@ -30,6 +30,9 @@ MISSING_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 #: The caller's token lacks a scope the request needs (HTTP 403, ``docs/decisions.md``).
 INSUFFICIENT_SCOPE: Final = -32010
+#: The caller sent too many requests: ``data.retryAfterSeconds`` says when to try again
+#: (HTTP 429 with ``Retry-After``, ``docs/decisions.md``, "Rate limit refusals").
+RATE_LIMITED: Final = -32029
 
 #: syslog severities, least severe first (RFC 5424 order reversed).
 LOG_LEVELS: Final = (

@@ -25,9 +25,13 @@ class Lifecycle(Generic[S]):
     ) -> None:
         self._runtime = runtime
         #: What starts with the server, in order: each gets the exit stack.
-        self.parts = parts
+        self.parts = list(parts)
         self._stack: AsyncExitStack | None = None
         self.depth = 0
+
+    def add(self, start: Callable[[AsyncExitStack], Awaitable[None]]) -> None:
+        """Start ``start`` with the server, after the parts it already has."""
+        self.parts.append(start)
 
     @asynccontextmanager
     async def running(

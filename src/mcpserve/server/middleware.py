@@ -17,19 +17,60 @@ when the server starts, so a server without middleware pays nothing for the feat
 ``@server.middleware(methods=["tools/call"])`` wraps only the methods named (requests
 and notifications, by their JSON-RPC method): every other method runs as if there were no
 middleware, answered inline where its handler allows (a :class:`Scoped` middleware).
+
+A middleware object that needs its server (a store shared with the server's Redis, the
+changes the server publishes, a part that starts and stops with it) has a method
+``added_to(server)``: ``server.middleware(obj)`` calls it once, before the object joins the
+chain, with the server as a :class:`MiddlewareHost` (``docs/decisions.md``, "How a
+middleware learns its server"). Nothing else calls it, and a plain function has none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._types import Result
 from ..protocol.core import Answer, answered
 from .context.context import Context
 
+if TYPE_CHECKING:
+    from .lifecycle import Lifecycle
+    from .settings import Settings
+    from .subscriptions import Subscriptions
+
 CallNext = Callable[[], Awaitable[Result]]
 Middleware = Callable[[Context, CallNext], Awaitable[Result]]
 MethodHandler = Callable[[Context], Answer]
+
+
+class MiddlewareHost(Protocol):
+    """What ``added_to`` learns of the server a middleware object joins."""
+
+    @property
+    def name(self) -> str:
+        """The server's name: the namespace of what it keeps in shared stores."""
+        ...
+
+    @property
+    def redis_url(self) -> str | None:
+        """The Redis every instance shares (``redis_url=``, ``MCPSERVE_REDIS_URL``), or None."""
+        ...
+
+    @property
+    def settings(self) -> Settings:
+        """Its answering options (``settings.cache``: the caching hints of its results)."""
+        ...
+
+    @property
+    def subscriptions(self) -> Subscriptions:
+        """Its events: ``subscriptions.on_publish`` hears each change this process makes."""
+        ...
+
+    @property
+    def lifecycle(self) -> Lifecycle[Any]:
+        """What runs while it serves: ``lifecycle.add(start)`` starts a part with it."""
+        ...
 
 
 class Scoped:

@@ -32,7 +32,7 @@ from .custom import RESERVED_METHODS, RESERVED_PREFIXES, CustomMethod
 from .extension import Extensions
 from .handshake import Handshake
 from .methods import Method, MethodTable, split
-from .middleware import Middleware, Scoped, compose, for_method
+from .middleware import Middleware, MiddlewareHost, Scoped, compose, for_method
 from .runtime import Runtime
 
 if TYPE_CHECKING:  # loads with the first notification handler
@@ -70,7 +70,12 @@ class Pipeline:
         """Something the table is made of changed: the next message builds it again."""
         self._dispatcher = None
 
-    def add_middleware(self, fn: Middleware, methods: Iterable[str] | None) -> None:
+    def add_middleware(
+        self, fn: Middleware, methods: Iterable[str] | None, host: MiddlewareHost | None = None
+    ) -> None:
+        added_to = getattr(fn, "added_to", None)
+        if host is not None and callable(added_to):
+            added_to(host)  # a middleware object that needs the server (middleware.py)
         self.middleware.append(fn if methods is None else Scoped(fn, methods))
         self.changed()
         for listener in self.middleware_listeners:

@@ -504,7 +504,7 @@ class Server(Generic[StateT]):
                 raise TypeError("middleware() needs a function, or methods=")
             chosen = methods
             return lambda fn: self.middleware(fn, methods=chosen)
-        self.pipeline.add_middleware(fn, methods)
+        self.pipeline.add_middleware(fn, methods, self)
         return fn
 
     # -- answering ---------------------------------------------------------------------------

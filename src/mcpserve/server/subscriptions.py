@@ -147,6 +147,9 @@ class Subscriptions:
         #: listeners in that order. A future, when set, is resolved once the bus took it.
         self._outbox: deque[tuple[Event, asyncio.Future[None] | None]] = deque()
         self._drainer: asyncio.Task[None] | None = None
+        #: Hear each event this process publishes, on the event loop, before the bus
+        #: carries it (a response cache drops what the change made stale).
+        self.on_publish: list[EventListener] = []
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -219,6 +222,8 @@ class Subscriptions:
     def _enqueue(self, event: Event, taken: asyncio.Future[None] | None) -> None:
         if self._loop is None:  # stopped since (a publish from another thread, late)
             return
+        for hear in self.on_publish:
+            hear(event)
         self._outbox.append((event, taken))
         if self._drainer is None or self._drainer.done():
             self._drainer = self._loop.create_task(self._drain())

@@ -53,6 +53,8 @@ SESSION_HEADER = "mcp-session-id"
 _SESSION_BYTES = SESSION_HEADER.encode()
 _VERSION_BYTES = b"mcp-protocol-version"
 _HANDSHAKE_VERSIONS = frozenset(version.encode() for version in c.HANDSHAKE_VERSIONS)
+#: The errors a handshake-era answer carries with their own HTTP status (the others: 200).
+_STATUS_CODES = frozenset({c.INSUFFICIENT_SCOPE, c.RATE_LIMITED})
 _UNAVAILABLE = "The shared session store is unavailable; try again shortly"
 
 
@@ -230,8 +232,9 @@ class HTTPHandshake:
         if stream.finished and first is not None and "id" in first and "method" not in first:
             session.streams.pop(stream.id, None)  # never resumable: the client saw no event id
             failed = first.get("error")
-            if failed is not None and failed.get("code") == c.INSUFFICIENT_SCOPE:
-                # The one error status of this era's answers: 403 with the step-up challenge.
+            if failed is not None and failed.get("code") in _STATUS_CODES:
+                # The error statuses of this era's answers: 403 with the step-up challenge,
+                # 429 with Retry-After.
                 await send_answer(send, first, self._challenge)
                 return
             await send_json(send, 200, first)  # a plain answer: no stream needed

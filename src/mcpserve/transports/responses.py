@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 from collections.abc import Callable
 
 from .._types import JSONDict, Receive, Send
@@ -34,6 +35,8 @@ def status_for(code: int) -> int:
         return 404
     if code == c.INSUFFICIENT_SCOPE:
         return 403
+    if code == c.RATE_LIMITED:
+        return 429
     return 400 if code in BAD_REQUEST_CODES else 200
 
 
@@ -187,7 +190,21 @@ async def send_answer(
     code = error["code"]
     status = chosen if chosen is not None and code not in _FIXED_STATUS else status_for(code)
     extra = challenge(error) if status == 403 and challenge is not None else None
+    if status == 429:
+        extra = retry_after(error)
     await send_json(send, status, response, extra)
+
+
+def retry_after(error: JSONDict) -> list[tuple[bytes, bytes]] | None:
+    """``Retry-After`` in whole seconds, rounded up, from an error's
+    ``data.retryAfterSeconds``; None when it names no time."""
+    data = error.get("data")
+    seconds = data.get("retryAfterSeconds") if isinstance(data, dict) else None
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return None
+    if not 0 <= seconds < 1e9:
+        return None
+    return [(b"retry-after", b"%d" % math.ceil(seconds))]
 
 
 async def send_json_bytes(
