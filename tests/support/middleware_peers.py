@@ -74,16 +74,20 @@ class Peer:
     next_id: int = 1
     headers: dict[str, str] = field(default_factory=dict)
 
-    async def ask(self, method: str, params: dict[str, Any] | None = None) -> Answer:
+    async def ask(self, method: str, params: dict[str, Any] | None = None, **meta: Any) -> Answer:
+        """One request; ``meta``: more ``_meta`` keys (e.g. ``traceparent``)."""
         self.next_id += 1
         number = self.next_id
-        modern = self.era == "2026-07-28"
-        message = (
-            request(number, method, params) if modern else legacy_request(number, method, params)
-        )
+        if self.era == "2026-07-28":
+            message = request(number, method, params, **meta)
+        else:
+            message = legacy_request(
+                number, method, {**(params or {}), "_meta": meta} if meta else params
+            )
         if self.stdio is not None:
             await self.stdio.send(message)
-            return Answer(None, None, await self.stdio.read())
+            response, _notifications = await self.stdio.read_until(number)
+            return Answer(None, None, response)
         if self.legacy is not None:
             reply = await self.legacy.post(message)
             return Answer(reply.status, dict(reply.headers), reply.message)
