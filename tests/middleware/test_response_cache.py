@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from mcpserve import CachePolicy, Server
-from mcpserve.protocol.core import Auth
 from mcpserve.middleware import ResponseCache
+from mcpserve.protocol.core import Auth
 from middleware_peers import WIRES, serving
 
 pytestmark = pytest.mark.subprocess
@@ -108,9 +108,11 @@ def counting_server(middleware: ResponseCache, policy: CachePolicy, **resource: 
 async def ask(server: Server, method: str, params: dict[str, Any], who: str) -> str:
     message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
     answer = await server.handle(message, auth=Auth(who))
-    assert answer is not None and "result" in answer, answer
+    assert answer is not None
+    assert "result" in answer, answer
     result = answer["result"]
-    return result["content"][0]["text"] if "content" in result else result["contents"][0]["text"]  # type: ignore[no-any-return]
+    blocks = result["content"] if "content" in result else result["contents"]
+    return blocks[0]["text"]  # type: ignore[no-any-return]
 
 
 async def test_entries_are_each_callers_own_unless_the_policy_is_public() -> None:

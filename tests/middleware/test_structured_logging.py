@@ -65,7 +65,8 @@ async def test_each_request_is_one_json_line_with_its_outcome(
         assert set(line) >= {"request_id", "trace_id", "principal", "era", "duration_ms"}
         assert line["era"] == expected_era
         assert line["principal"] is None
-        assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0
+        assert isinstance(line["duration_ms"], float)
+        assert line["duration_ms"] >= 0
     assert requests[2]["error_code"] == -32602
     assert requests[0]["trace_id"] == TRACE
     assert requests[1]["trace_id"] is None
@@ -85,7 +86,8 @@ async def test_timing_puts_the_duration_in_the_results_meta(
             await peer.ask("resources/read", {"uri": "doc://counter"}),
         ):
             duration = answer.result["_meta"]["mcpserve/durationMs"]
-            assert isinstance(duration, float) and 0 <= duration < TIMEOUT * 1000
+            assert isinstance(duration, float)
+            assert 0 <= duration < TIMEOUT * 1000
 
 
 # --------------------------------------------------------------------------- in process
