@@ -219,12 +219,17 @@ class Cluster:
 
 
 def _start_instances(
-    directory: Path, redis_url: str, state_keys: str, request_log: Path
+    directory: Path,
+    redis_url: str,
+    state_keys: str,
+    request_log: Path,
+    extra: dict[str, str] | None = None,
 ) -> list[Instance]:
     env = child_env(
         MCPSERVE_REDIS_URL=redis_url,
         MCPSERVE_STATE_KEYS=state_keys,
         MCPSERVE_TEST_CLUSTER_LOG=str(request_log),
+        **(extra or {}),
     )
     env.pop("MCPSERVE_BUS", None)  # MCPSERVE_REDIS_URL alone must bring the shared bus
     instances = []
@@ -338,8 +343,11 @@ def _spread(balancer_url: str, pids: set[int]) -> bool:
 
 
 @contextlib.contextmanager
-def cluster(directory: Path, balancer: str = "haproxy") -> Iterator[Cluster]:
-    """Start redis-server, three instances and ``balancer``; stop them all on the way out."""
+def cluster(
+    directory: Path, balancer: str = "haproxy", env: dict[str, str] | None = None
+) -> Iterator[Cluster]:
+    """Start redis-server, three instances (with ``env`` added to theirs) and ``balancer``;
+    stop them all on the way out."""
     assert balancer in BALANCERS, balancer
     started: list[subprocess.Popen[bytes]] = []
     redis = RedisServer(directory)
@@ -347,7 +355,7 @@ def cluster(directory: Path, balancer: str = "haproxy") -> Iterator[Cluster]:
         redis.start()
         state_keys = generate_key()
         request_log = directory / "requests.jsonl"
-        instances = _start_instances(directory, redis.url, state_keys, request_log)
+        instances = _start_instances(directory, redis.url, state_keys, request_log, env)
         started += [instance.process for instance in instances]
 
         def instance_logs() -> str:

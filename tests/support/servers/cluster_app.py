@@ -11,6 +11,12 @@ by all instances) as one JSON line when its answer starts: the pid, the HTTP met
 status, the session id and what the body was (a request's method, or an answer to one of
 our requests). That is how a test learns where a request it did not route itself landed:
 the client's answer to an elicitation, ``logging/setLevel``, or a session's GET stream.
+
+With ``MCPSERVE_TEST_CLUSTER_MIDDLEWARE`` set, the instances also run ``mcpserve.middleware``
+on the shared Redis (``tests/middleware/test_across_instances.py``): a ``RateLimit`` of 3
+requests, then one every 10 s, per ``X-Test-Caller`` header (requests without one are not
+limited), a ``ResponseCache``, a read-only tool ``cached_pid`` and a resource
+``cached://doc`` that may be kept for a minute.
 """
 
 from __future__ import annotations
@@ -108,6 +114,32 @@ def watched() -> str:
 def other() -> str:
     """Another document, which nobody subscribes to."""
     return "other doc"
+
+
+if os.environ.get("MCPSERVE_TEST_CLUSTER_MIDDLEWARE"):
+    import uuid
+
+    from mcpserve import CachePolicy
+    from mcpserve.middleware import RateLimit, ResponseCache
+
+    def caller(ctx: Context) -> str:
+        given = ctx.http.headers.get("x-test-caller") if ctx.http is not None else None
+        return given or f"unlimited-{uuid.uuid4()}"
+
+    server.middleware(RateLimit(rate=0.1, burst=3, key=caller))
+    server.middleware(ResponseCache(ttl=60))
+    reads = {"count": 0}
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def cached_pid(key: str) -> str:
+        """The pid of the instance that computed this answer."""
+        return f"{key} {os.getpid()}"
+
+    @server.resource("cached://doc", mime_type="text/plain", cache=CachePolicy(60_000))
+    def cached_doc() -> str:
+        """Which instance read it, and how many times it did."""
+        reads["count"] += 1
+        return f"{os.getpid()} #{reads['count']}"
 
 
 class RequestLog:
