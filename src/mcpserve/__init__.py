@@ -68,6 +68,11 @@ if typing.TYPE_CHECKING:  # each loads on first use, by __getattr__ below
     from .extensions.tasks.records import TaskRecord as TaskRecord
     from .extensions.tasks.records import TaskStore as TaskStore
     from .extensions.tasks.records import TaskStoreUnavailable as TaskStoreUnavailable
+    from .middleware import RateLimit as RateLimit
+    from .middleware import ResponseCache as ResponseCache
+    from .middleware import ResponseSizeLimit as ResponseSizeLimit
+    from .middleware import StructuredLogging as StructuredLogging
+    from .middleware import Timing as Timing
     from .protocol.input_answers import ElicitResult as ElicitResult
     from .protocol.input_answers import Root as Root
     from .protocol.input_answers import SampleResult as SampleResult
@@ -111,16 +116,21 @@ _LAZY = {
     "Mount": "compose.mount.mount",
     "OpenAPIOperation": "compose.openapi",
     "Prompt": "server.entries.prompts",
+    "RateLimit": "middleware",
     "RedisTaskStore": "backends.redis.tasks",
     "ResourceLink": "server.entries.media",
+    "ResponseCache": "middleware",
+    "ResponseSizeLimit": "middleware",
     "Root": "protocol.input_answers",
     "SQLiteTaskStore": "backends.sqlite.tasks",
     "Skill": "extensions.skills.skill",
+    "StructuredLogging": "middleware",
     "Sample": "server.context.input_requests",
     "SampleResult": "protocol.input_answers",
     "TaskRecord": "extensions.tasks.records",
     "TaskStore": "extensions.tasks.records",
     "TaskStoreUnavailable": "extensions.tasks.records",
+    "Timing": "middleware",
     "fetch_openapi": "compose.openapi",
     "supports_apps": "extensions.apps",
 }
@@ -178,12 +188,15 @@ __all__ = [
     "OAuthError",
     "OpenAPIOperation",
     "Prompt",
+    "RateLimit",
     "RedisTaskStore",
     "RegistrationError",
     "Resource",
     "ResourceLink",
     "ResourceNotFound",
     "ResourceTemplate",
+    "ResponseCache",
+    "ResponseSizeLimit",
     "Root",
     "SQLiteTaskStore",
     "Sample",
@@ -191,11 +204,13 @@ __all__ = [
     "Server",
     "Skill",
     "SkillVerificationError",
+    "StructuredLogging",
     "TaskCancelled",
     "TaskHandle",
     "TaskRecord",
     "TaskStore",
     "TaskStoreUnavailable",
+    "Timing",
     "Tool",
     "ToolError",
     "ToolResult",
