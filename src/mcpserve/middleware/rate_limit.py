@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from .._types import Result
+from ..backends.keyvalue import KeyValueStore
 from ..backends.keyvalue_rules import StoreUnavailable, check_bucket
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
@@ -73,6 +74,11 @@ class RateLimit:
         )
         self._store = MiddlewareStore(store, "RateLimit")
 
+    @property
+    def store(self) -> KeyValueStore:
+        """Where the buckets are kept."""
+        return self._store.store
+
     def added_to(self, server: MiddlewareHost) -> None:
         self._store.added_to(server)
 
@@ -83,7 +89,7 @@ class RateLimit:
         if type(key) is not str:
             raise TypeError(f"RateLimit: key() must return a string, not {type(key).__name__}")
         try:
-            wait = await self._store.store.take_token(f"rate:{key}", self.rate, self.burst)
+            wait = await self.store.take_token(f"rate:{key}", self.rate, self.burst)
         except StoreUnavailable:
             return await call_next()  # fail open: see the module's docstring
         if wait > 0:

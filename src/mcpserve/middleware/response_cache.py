@@ -37,6 +37,7 @@ import logging
 import os
 
 from .._types import Event, Result
+from ..backends.keyvalue import KeyValueStore
 from ..backends.keyvalue_rules import StoreUnavailable
 from ..protocol.jsonrpc import encode
 from ..server.context.context import Context
@@ -72,6 +73,11 @@ class ResponseCache:
         #: Generations being written: a lookup in this process waits for them first.
         self._bumps: set[asyncio.Task[None]] = set()
 
+    @property
+    def store(self) -> KeyValueStore:
+        """Where the entries and generations are kept."""
+        return self._store.store
+
     def added_to(self, server: MiddlewareHost) -> None:
         self._store.added_to(server)
         self._policy = server.settings.cache
@@ -82,7 +88,7 @@ class ResponseCache:
             return await self._answered(call_next)
         if self._bumps:
             await asyncio.gather(*self._bumps, return_exceptions=True)
-        store = self._store.store
+        store = self.store
         try:
             key = await self._key(ctx)
             held = await store.get(key)
@@ -133,7 +139,7 @@ class ResponseCache:
         return f"cache:{generation}:{hashlib.sha256(asked).hexdigest()}"
 
     async def _generation(self, of: str) -> str:
-        held = await self._store.store.get(f"cache-generation:{of}")
+        held = await self.store.get(f"cache-generation:{of}")
         return "0" if held is None else held.decode()
 
     def _life(self, result: Result) -> float | None:
@@ -166,6 +172,6 @@ class ResponseCache:
         generation = os.urandom(8).hex().encode()
         try:
             # Living as long as any entry: once it is gone, so is every entry made before.
-            await self._store.store.put(f"cache-generation:{of}", generation, self.ttl)
+            await self.store.put(f"cache-generation:{of}", generation, self.ttl)
         except StoreUnavailable:
             logger.warning("ResponseCache: could not mark %s changed; entries may be stale", of)
