@@ -7,14 +7,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcpserve import Server
 from mcpserve.backends.keyvalue import MemoryKeyValue
 from mcpserve.backends.redis.keyvalue import RedisKeyValue
 from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
-from mcpserve.middleware import RateLimit
+from mcpserve.middleware import RateLimit, ResponseCache
 from mcpserve.middleware.stores import MiddlewareStore
 from mcpserve.protocol.core import Auth
 from redis_server import RedisServer
+from wire_helpers import free_port
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -80,3 +83,40 @@ def test_the_default_is_the_servers_redis_else_memory(redis: RedisServer) -> Non
     chosen = MiddlewareStore(given, "RateLimit")
     chosen.added_to(Server("shop", redis_url=redis.url))
     assert chosen.store is given
+
+
+async def test_a_store_that_cannot_be_reached_lets_requests_through_and_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens
+    limit = RateLimit(rate=0.01, burst=1, store=down)
+    server = limited("shop", limit)
+    cache = ResponseCache(ttl=60, store=down)
+    server.middleware(cache)
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def lookup() -> str:
+        return "fresh"
+
+    async with server.running():
+        # Past the burst of one, every call is answered: the limit fails open, the cache
+        # computes each result, and nothing a client sees tells of the outage.
+        assert [await work(server) for _ in range(3)] == ["ok", "ok", "ok"]
+        looked_up = [await call(server, "lookup") for _ in range(2)]
+    assert looked_up == ["fresh", "fresh"]
+    outages = [r.getMessage() for r in caplog.records if "is unavailable" in r.getMessage()]
+    # Each store says so once for its outage (the limit's and the cache's), not per call.
+    assert len(outages) == 2, outages
+    assert "Traceback" not in caplog.text
+
+
+async def call(server: Server, tool: str) -> Any:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {}, "_meta": META},
+    }
+    answer = await server.handle(message, auth=Auth("ann"))
+    assert answer is not None
+    return answer["result"]["content"][0]["text"]
