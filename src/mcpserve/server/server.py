@@ -155,16 +155,9 @@ class Server(Generic[StateT]):
         return tool
 
     def _make_tool(self, fn: Callable[..., Any], options: ToolOptions) -> Tool:
-        fields: dict[str, Any] = dict(options)  # keyword arguments, checked by Tool itself
-        if "app" in fields or "visibility" in fields:
-            from ..extensions.apps import with_app_meta
+        from ..extensions.tool_options import make_tool
 
-            fields = with_app_meta(fields)
-        if "task" not in fields:
-            return Tool(fn, pool=self.thread_pool, **fields)
-        from ..extensions.tasks.runner import TaskTool
-
-        return TaskTool(fn, tasks=self.use_tasks(), pool=self.thread_pool, **fields)
+        return make_tool(fn, options, pool=self.thread_pool, tasks=self.use_tasks)
 
     def remove_tool(self, name: str) -> ToolEntry:
         return self.registry.remove_tool(name)
@@ -247,12 +240,10 @@ class Server(Generic[StateT]):
         name (``_`` as ``-``) and docstring name and describe it unless given (the skills
         extension, :mod:`mcpserve.extensions.skills.extension`)."""
 
-        def register(fn: F) -> Skill:
-            from ..extensions.skills.skill import generated_skill
+        from ..extensions.skills.skill import skill_maker
 
-            return self.add_skill(generated_skill(fn, **options))
-
-        return register(fn) if fn is not None else register
+        make = skill_maker(self.add_skill, options)
+        return make(fn) if fn is not None else make
 
     def add_skill(self, skill: Skill, *, replace: bool = False) -> Skill:
         """Serve a :class:`~mcpserve.Skill` and its files as ``skill://`` resources."""
@@ -294,15 +285,10 @@ class Server(Generic[StateT]):
         """List more resources on each ``resources/list``, after the registered ones (one
         lister per server: :mod:`mcpserve.server.entries.resource_lister`)."""
 
-        def register(fn: F) -> F:
-            from .entries.resource_lister import ResourceLister
+        from .entries.resource_lister import lister_maker
 
-            self.registry.set_resource_lister(
-                ResourceLister(fn, pool=self.thread_pool, blocking=blocking)
-            )
-            return fn
-
-        return register(fn) if fn is not None else register
+        make = lister_maker(self.registry.set_resource_lister, self.thread_pool, blocking)
+        return make(fn) if fn is not None else make
 
     @overload
     def prompt(self, fn: F, /) -> Prompt: ...

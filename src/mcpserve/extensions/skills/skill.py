@@ -322,6 +322,18 @@ def generated_skill(fn: UserFunction, **options: Any) -> Skill:
     return Skill(name, description, fn, **options)
 
 
+def skill_maker(
+    add: Callable[[Skill], Skill], options: Mapping[str, Any]
+) -> Callable[[UserFunction], Skill]:
+    """What ``@server.skill(**options)`` applies: make a generated skill of the function and
+    serve it with ``add``."""
+
+    def make(fn: UserFunction) -> Skill:
+        return add(generated_skill(fn, **options))
+
+    return make
+
+
 def check_frontmatter(fields: Mapping[str, Any]) -> None:
     """The rules the Agent Skills format sets on the fields mcpserve knows; others pass."""
     name = fields.get("name")

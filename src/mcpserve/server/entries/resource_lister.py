@@ -12,12 +12,15 @@ registered resource template.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..._types import JSONDict, UserFunction
 from ...protocol.errors import InternalError
 from ..context.context import Context
 from .entry import FunctionEntry, Pool
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _FIELDS = frozenset(
     {"uri", "name", "title", "description", "mimeType", "size", "annotations", "icons", "_meta"}
@@ -49,3 +52,15 @@ class ResourceLister(FunctionEntry):
                 )
             entries.append(dict(entry))
         return {"resources": entries}
+
+
+def lister_maker(
+    set_lister: Callable[[ResourceLister], None], pool: Pool, blocking: bool | None
+) -> Callable[[F], F]:
+    """What ``@server.resource_lister`` applies: make ``fn`` the lister ``set_lister`` keeps."""
+
+    def make(fn: F) -> F:
+        set_lister(ResourceLister(fn, pool=pool, blocking=blocking))
+        return fn
+
+    return make
