@@ -40,6 +40,7 @@ from ..protocol.constants import APP_MIME_TYPE, APPS_EXTENSION
 from ..protocol.errors import InternalError, new_ref
 from ..protocol.records import Record
 from ..server.context.context import Context
+from ..server.entries.catalogue import catalogue_meta
 from ..server.entries.entry import Pool, list_entry
 from ..server.entries.resources import CachePolicy, Resource
 from ..server.registry import Registry
@@ -131,6 +132,9 @@ class AppOptions(TypedDict, total=False):
     annotations: JSONDict
     #: More of the listing entry's ``_meta`` (``ui`` is built from the options below).
     meta: JSONDict
+    #: Labels for the catalogue, and a PEP 440 version (``server.pin``), as for any resource.
+    tags: Iterable[str]
+    version: str
     blocking: bool
     scopes: Iterable[str]
     cache: CachePolicy
@@ -238,6 +242,8 @@ def build_app(
     icons: list[JSONDict] | None = None,
     annotations: JSONDict | None = None,
     meta: JSONDict | None = None,
+    tags: Iterable[str] | None = None,
+    version: str | None = None,
     blocking: bool | None = None,
     scopes: Iterable[str] = (),
     cache: CachePolicy | None = None,
@@ -257,6 +263,7 @@ def build_app(
             f"App {uri!r}: {getattr(fn, '__name__', 'its function')}() takes no arguments "
             f"but a Context (ctx: Context); it has {', '.join(app.arguments.param_names)}"
         )
+    meta = catalogue_meta(meta, tags, version, uri)
     listed_meta = {**(meta or {}), "ui": ui} if ui else meta
     fields = {"uri": uri, "name": name or uri.removeprefix("ui://")}
     app.wire = list_entry(

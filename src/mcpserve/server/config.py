@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypedDict
 
 from .. import _environment as environment
@@ -19,6 +20,7 @@ from ..backends.buses import bus_from_url
 from ..protocol import constants as c
 from .bus import LocalBus, SubscriptionBus
 from .entries.cache import CachePolicy
+from .entries.catalogue import TagFilter
 from .entries.options import refuse_unknown
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .registry import Registry
@@ -63,6 +65,10 @@ class ServerOptions(TypedDict, total=False):
     auth: ResourceServer | TokenVerifier | IssuesTokens | None
     raise_exceptions: bool
     tracing: object
+    # The catalogue: tags shown to every caller; tools/list as search_tools and call_tool.
+    include_tags: Iterable[str] | None
+    exclude_tags: Iterable[str] | None
+    tool_search: bool
 
 
 #: What an option is when ``Server(...)`` is not given it (the others default to None).
@@ -77,6 +83,8 @@ DEFAULTS: ServerOptions = {
     "legacy": True,
     "legacy_client_timeout_seconds": 120.0,
     "raise_exceptions": False,
+    # The catalogue
+    "tool_search": False,
 }
 
 
@@ -108,6 +116,11 @@ class ServerConfig:
                 info[key] = value
         return info
 
+    def registry(self) -> Registry:
+        """An empty registry showing the tags ``include_tags`` and ``exclude_tags`` allow."""
+        o = self.options
+        return Registry(TagFilter(o.get("include_tags"), o.get("exclude_tags") or ()))
+
     def settings(self) -> Settings:
         o = self.options
         return Settings(
@@ -117,6 +130,7 @@ class ServerConfig:
             page_size=o.get("page_size"),
             client_logging=o["client_logging"],
             extensions=o.get("extensions"),
+            tool_search=o["tool_search"],
         )
 
     def runtime(self) -> Runtime:

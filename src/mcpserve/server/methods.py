@@ -11,6 +11,10 @@ dispatcher adds ``resultType`` and ``serverInfo``. A method that names a target 
 prompt, a resource) looks it up once, in ``prepare`` (``resolve``), and finds it on
 ``ctx.request.target``; one whose function can never wait also answers inline.
 
+A visibility rule (``@server.visibility``, :mod:`.entries.catalogue`) is asked on the same
+path: each list keeps only the entries the caller is shown, and a call, get or read of one
+it is not shown is answered as for an unknown name, before the function runs.
+
 Methods whose feature the server does not offer answer -32601, exactly as if they did not
 exist (``docs/decisions.md``, "Capabilities follow the registry"); the capabilities in
 ``server/discover`` are derived from the same registry, so the two always agree.
@@ -26,20 +30,22 @@ from typing_extensions import Unpack
 
 from .._types import JSONDict, Result
 from ..protocol import constants as c
-from ..protocol.core import Answer, Handler
+from ..protocol.core import Answer, Handler, answered
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..protocol.handshake import Session
 from ..protocol.pagination import paginate
 from .context.context import Context
 from .entries.cache import CachePolicy
+from .entries.catalogue import Caller, Component, ComponentKind
 from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from .entries.tools import Tool
 from .registry import Registry
 from .settings import Settings
 from .subscriptions import Subscriptions
 
-if TYPE_CHECKING:  # loads with the first prompt
+if TYPE_CHECKING:  # loads with the first prompt; with tool_search=True
     from .entries.prompts import Prompt
+    from .tool_search import ToolSearch
 
 MethodTable = dict[str, Handler[Context]]
 #: A core method's answer to one request: the request's context in, the result out, now or
@@ -125,6 +131,15 @@ def _then(
     return later()
 
 
+#: The kind a visibility rule is told, per list.
+_COMPONENT_KINDS: dict[str, ComponentKind] = {
+    "tools": "tool",
+    "resources": "resource",
+    "templates": "template",
+    "prompts": "prompt",
+}
+
+
 #: Whether a found tool or prompt may answer inline (a C-level getter: no Python frame).
 _synchronous = operator.attrgetter("synchronous")
 
@@ -157,6 +172,12 @@ class Methods:
         self.subscriptions = subscriptions
         self.capabilities = capabilities
         self.supported_versions = supported_versions
+        #: ``Server(tool_search=True)``: the catalogue behind search_tools and call_tool.
+        self.search: ToolSearch | None = None
+        if settings.tool_search:
+            from .tool_search import ToolSearch
+
+            self.search = ToolSearch(registry)
 
     def table(self) -> dict[str, Method]:
         """Every core method, and the eras that answer it."""
@@ -189,7 +210,7 @@ class Methods:
 
     def list_page(
         self, kind: ListedKind, key: str, ctx: Context, more: list[JSONDict] | None = None
-    ) -> Result:
+    ) -> Result | Awaitable[Result]:
         auth = ctx.request.auth
         # A checked caller sees only what its scopes let it use (docs/decisions.md, "Lists
         # and scopes"); such a list is the caller's own, so no shared cache may keep it.
@@ -197,6 +218,26 @@ class Methods:
         entries = self.registry.entries(kind, auth.scopes if personal else None)
         if more:
             entries = [*entries, *more]
+        rule = self.registry.visibility
+        if rule is None:
+            return self.page(entries, key, ctx, personal)
+        components = [Component.of(_COMPONENT_KINDS[kind], entry) for entry in entries]
+        shown = rule.shows(Caller.of(ctx), components)
+
+        def visible(flags: list[bool]) -> Result:
+            kept = [entry for entry, show in zip(entries, flags, strict=True) if show]
+            return self.page(kept, key, ctx, True)  # a list per caller: never shared
+
+        if isinstance(shown, list):
+            return visible(shown)
+
+        async def later() -> Result:
+            return visible(await shown)
+
+        return later()
+
+    def page(self, entries: list[JSONDict], key: str, ctx: Context, personal: bool) -> Result:
+        """One page of a list's entries, with the caching hints (private when ``personal``)."""
         page, next_cursor = paginate(
             entries, ctx.request.params.get("cursor"), self.settings.page_size
         )
@@ -219,12 +260,16 @@ class Methods:
 
     # -- tools ---------------------------------------------------------------------------
 
-    def tools_list(self, ctx: Context) -> Result:
+    def tools_list(self, ctx: Context) -> Result | Awaitable[Result]:
         if not self.registry.tools:
             raise MethodNotFound("Method not found: tools/list")
+        if self.search is not None:
+            return self.page(self.search.entries(), "tools", ctx, False)
         return self.list_page("tools", "tools", ctx)
 
     def find_tool(self, params: JSONDict) -> ToolEntry | None:
+        if self.search is not None:
+            return self.search.find(params)
         name = params.get("name")
         return self.registry.tool(name) if type(name) is str else None
 
@@ -234,12 +279,48 @@ class Methods:
         tool = ctx.request.target
         if tool is None:
             name = _string_param(ctx.request.params, "name")
+            if self.search is not None and name == "call_tool":
+                name = str(_string_param(_arguments(ctx.request.params) or {}, "name"))
             raise InvalidParams(f"Unknown tool: {name[:100]}")
         return tool  # type: ignore[no-any-return]
 
     def tools_call(self, ctx: Context) -> Result | Awaitable[Result]:
-        # The tool's own answer, not a coroutine around it: one frame less on every await.
-        return self.called_tool(ctx).run(_arguments(ctx.request.params), ctx)
+        tool = self.called_tool(ctx)
+        arguments = _arguments(ctx.request.params)
+        if self.search is not None and ctx.request.params.get("name") == "call_tool":
+            from .tool_search import inner_arguments  # a call_tool request: the tool's own
+
+            arguments = inner_arguments(arguments)
+        if self.registry.visibility is None:
+            # The tool's own answer, not a coroutine around it: one frame less on every await.
+            return tool.run(arguments, ctx)
+        unknown = InvalidParams(f"Unknown tool: {tool.name[:100]}")
+        return self.if_shown(ctx, "tool", tool.wire, unknown, lambda: tool.run(arguments, ctx))
+
+    def if_shown(
+        self,
+        ctx: Context,
+        kind: ComponentKind,
+        wire: JSONDict,
+        unknown: Exception,
+        answer: Callable[[], Result | Awaitable[Result]],
+    ) -> Result | Awaitable[Result]:
+        """``answer()`` when the visibility rule shows the caller this entry; otherwise the
+        -32602 an unknown name gets, before anything of the entry runs."""
+        rule = self.registry.visibility
+        assert rule is not None
+        shown = rule.shows(Caller.of(ctx), [Component.of(kind, wire)])
+        if isinstance(shown, list):
+            if not shown[0]:
+                raise unknown
+            return answer()
+
+        async def later() -> Result:
+            if not (await shown)[0]:
+                raise unknown
+            return await answered(answer())
+
+        return later()
 
     # -- resources -----------------------------------------------------------------------
 
@@ -254,13 +335,15 @@ class Methods:
             return self.list_page("resources", "resources", ctx)
         listed = lister.run({}, ctx)
 
-        def page(result: Result) -> Result:
-            return self.list_page("resources", "resources", ctx, result["resources"])
+        async def page() -> Result:
+            more = (await answered(listed))["resources"]
+            return await answered(self.list_page("resources", "resources", ctx, more))
 
-        paged: Result | Awaitable[Result] = _then(listed, page)
-        return paged
+        if isinstance(listed, dict) and self.registry.visibility is None:
+            return self.list_page("resources", "resources", ctx, listed["resources"])
+        return page()
 
-    def templates_list(self, ctx: Context) -> Result:
+    def templates_list(self, ctx: Context) -> Result | Awaitable[Result]:
         self.require_resources()
         return self.list_page("templates", "resourceTemplates", ctx)
 
@@ -291,7 +374,13 @@ class Methods:
 
     def resources_read(self, ctx: Context) -> Result | Awaitable[Result]:
         resource, variables = self.read_resource(ctx)
-        return _then(resource.run(variables, ctx), self.with_cache_fields(resource, ctx))
+        if self.registry.visibility is None:
+            return _then(resource.run(variables, ctx), self.with_cache_fields(resource, ctx))
+        kind: ComponentKind = "resource" if variables is None else "template"
+        uri = _string_param(ctx.request.params, "uri")
+        finish = self.with_cache_fields(resource, ctx)
+        read = lambda: _then(resource.run(variables, ctx), finish)  # noqa: E731
+        return self.if_shown(ctx, kind, resource.wire, ResourceNotFound(uri), read)
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -299,7 +388,7 @@ class Methods:
         if not self.registry.prompts:
             raise MethodNotFound("Method not found: prompts")
 
-    def prompts_list(self, ctx: Context) -> Result:
+    def prompts_list(self, ctx: Context) -> Result | Awaitable[Result]:
         self.require_prompts()
         return self.list_page("prompts", "prompts", ctx)
 
@@ -316,7 +405,14 @@ class Methods:
         return prompt  # type: ignore[no-any-return]
 
     def prompts_get(self, ctx: Context) -> Result | Awaitable[Result]:
-        return self.got_prompt(ctx).run(ctx.request.params.get("arguments"), ctx)
+        prompt = self.got_prompt(ctx)
+        arguments = ctx.request.params.get("arguments")
+        if self.registry.visibility is None:
+            return prompt.run(arguments, ctx)
+        unknown = InvalidParams(f"Unknown prompt: {prompt.name[:100]}")
+        return self.if_shown(
+            ctx, "prompt", prompt.wire, unknown, lambda: prompt.run(arguments, ctx)
+        )
 
     # -- completions ---------------------------------------------------------------------
 

@@ -8,6 +8,11 @@ clients (and caches keyed on ``version`` know to rebuild).
 What depends only on the registry is built once per version and kept: each list's wire
 entries (:meth:`Registry.entries`) and the scopes the entries declare
 (:meth:`Registry.declared_scopes`, which the HTTP endpoint publishes to OAuth clients).
+
+What every caller is shown is decided here too (:mod:`.entries.catalogue`): an entry
+switched off by key or hidden by its list's :class:`TagFilter` is missing from the lists
+and unknown to calls alike; of a name registered in several versions, the dicts hold the
+one served (the highest, or the pinned one) and :attr:`Registry.versions` keeps them all.
 """
 
 from __future__ import annotations
@@ -16,6 +21,13 @@ from collections.abc import Callable, Container, Mapping
 from typing import Literal, TypeGuard, TypeVar, cast
 
 from .._types import JSONDict
+from .entries.catalogue import (
+    TagFilter,
+    VisibilityRule,
+    parse_version,
+    tags_of,
+    version_of,
+)
 from .entries.kinds import (
     CompleterEntry,
     Entry,
@@ -26,6 +38,7 @@ from .entries.kinds import (
 )
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Entry)
 ListKind = Literal["tools", "resources", "prompts"]
 #: One list's wire entries as built at a registry version: (the version, every entry, and
 #: each entry with the scopes it needs, when any needs one).
@@ -34,7 +47,7 @@ CompletionKey = tuple[Literal["ref/prompt", "ref/resource"], str, str]
 
 
 class Registry:
-    def __init__(self) -> None:
+    def __init__(self, tags: TagFilter | None = None) -> None:
         self.tools: dict[str, ToolEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
         self.templates: dict[str, TemplateEntry] = {}
@@ -55,6 +68,17 @@ class Registry:
             "prompts": set(),
             "resources": set(),
         }
+        #: Per list, the tags it shows (``include_tags``, ``exclude_tags``, ``enable(tags=)``).
+        self.tag_filters: dict[ListKind, TagFilter] = {
+            kind: TagFilter(tags.include, tags.exclude) if tags else TagFilter()
+            for kind in ("tools", "prompts", "resources")
+        }
+        #: Of each (list, key) registered in several versions: every version, by version.
+        self.versions: dict[tuple[ListKind, str], dict[str, Entry]] = {}
+        #: The version pinned for a (list, key), served instead of the highest.
+        self.pins: dict[tuple[ListKind, str], str] = {}
+        #: ``@server.visibility``: asked per request which entries a caller sees.
+        self.visibility: VisibilityRule | None = None
 
     def on_change(self, listener: Callable[[ListKind], None]) -> None:
         self._listeners.append(listener)
@@ -81,12 +105,13 @@ class Registry:
     # -- adding and removing ---------------------------------------------------------------
 
     def add_tool(self, tool: ToolEntry, *, replace: bool = False) -> None:
-        _check_new(self.tools, tool.name, "tool", replace)
-        self.tools[tool.name] = tool
+        self.tools[tool.name] = self._versioned("tools", self.tools, tool, "tool", replace)
         self._changed("tools")
 
     def remove_tool(self, name: str) -> ToolEntry:
+        """Unregister the tool ``name``, every version of it."""
         tool = _pop(self.tools, name, "tool")
+        self.versions.pop(("tools", name), None)
         self._changed("tools")
         return tool
 
@@ -94,11 +119,16 @@ class Registry:
         self, resource: ResourceEntry | TemplateEntry, *, replace: bool = False
     ) -> None:
         if is_template(resource):
-            _check_new(self.templates, resource.key, "resource template", replace)
-            self.templates[resource.key] = resource
+            what, key = "resource template", resource.key
+            self.templates[key] = self._versioned(
+                "resources", self.templates, resource, what, replace
+            )
         else:
-            _check_new(self.resources, resource.key, "resource", replace)
-            self.resources[resource.key] = cast("ResourceEntry", resource)
+            plain = cast("ResourceEntry", resource)
+            key = plain.key
+            self.resources[key] = self._versioned(
+                "resources", self.resources, plain, "resource", replace
+            )
         self._changed("resources")
 
     def set_resource_lister(self, lister: Entry | None) -> None:
@@ -115,16 +145,19 @@ class Registry:
             removed = self.resources.pop(uri_or_template)
         else:
             removed = _pop(self.templates, uri_or_template, "resource")
+        self.versions.pop(("resources", uri_or_template), None)
         self._changed("resources")
         return removed
 
     def add_prompt(self, prompt: PromptEntry, *, replace: bool = False) -> None:
-        _check_new(self.prompts, prompt.name, "prompt", replace)
-        self.prompts[prompt.name] = prompt
+        self.prompts[prompt.name] = self._versioned(
+            "prompts", self.prompts, prompt, "prompt", replace
+        )
         self._changed("prompts")
 
     def remove_prompt(self, name: str) -> PromptEntry:
         prompt = _pop(self.prompts, name, "prompt")
+        self.versions.pop(("prompts", name), None)
         self._changed("prompts")
         return prompt
 
@@ -145,17 +178,100 @@ class Registry:
         if was_enabled != enabled:
             self._changed(kind)
 
+    def set_tags_enabled(self, kind: ListKind | None, tags: frozenset[str], enabled: bool) -> None:
+        """Show or hide, in one list or in every list, the entries with any of ``tags``."""
+        for each in (kind,) if kind is not None else ("tools", "prompts", "resources"):
+            if self.tag_filters[each].switch(tags, enabled):
+                self._changed(each)
+
+    def kinds_of(self, key: str) -> list[ListKind]:
+        """The lists that have an entry under ``key``."""
+        found: list[ListKind] = []
+        if key in self.tools:
+            found.append("tools")
+        if key in self.prompts:
+            found.append("prompts")
+        if key in self.resources or key in self.templates:
+            found.append("resources")
+        return found
+
+    def hidden(self, kind: ListKind, key: str, entry: Entry) -> bool:
+        """Whether ``entry`` is switched off, by its key or by its tags, for every caller."""
+        if key in self.disabled[kind]:
+            return True
+        rule = self.tag_filters[kind]
+        return rule.active and rule.hides(tags_of(entry.wire))
+
     def tool(self, name: str) -> ToolEntry | None:
         tool = self.tools.get(name)
-        if tool is None or (self.disabled["tools"] and name in self.disabled["tools"]):
+        if tool is None or self.hidden("tools", name, tool):
             return None
         return tool
 
     def prompt(self, name: str) -> PromptEntry | None:
         prompt = self.prompts.get(name)
-        if prompt is None or name in self.disabled["prompts"]:
+        if prompt is None or self.hidden("prompts", name, prompt):
             return None
         return prompt
+
+    def pin(self, key: str, version: str | None, kind: ListKind | None = None) -> None:
+        """Serve ``version`` of ``key`` instead of the highest (``None``: the highest again)."""
+        kinds: tuple[ListKind, ...] = (kind,) if kind else ("tools", "prompts", "resources")
+        found = [each for each in kinds if (each, key) in self.versions]
+        if not found:
+            raise KeyError(f"{key!r} is not registered in several versions")
+        for each in found:
+            versions = self.versions[(each, key)]
+            if version is not None and version not in versions:
+                known = ", ".join(versions)
+                raise KeyError(f"{key!r} has no version {version!r} (registered: {known})")
+            if version is None:
+                self.pins.pop((each, key), None)
+            else:
+                self.pins[(each, key)] = version
+            self._serve(each, key, self._current(each, key))
+
+    def _versioned(
+        self, kind: ListKind, items: Mapping[str, E], entry: E, what: str, replace: bool
+    ) -> E:
+        """What ``items[key]`` becomes when ``entry`` is added: ``entry`` itself, or, when it
+        is another version of a versioned entry, the version served of them all."""
+        key = entry.key
+        old = items.get(key)
+        new_version = version_of(entry.wire)
+        old_version = version_of(old.wire) if old is not None else None
+        if old is None or new_version is None or old_version is None:
+            _check_new(items, key, what, replace)
+            self.versions.pop((kind, key), None)
+            if new_version is not None:
+                self.versions[(kind, key)] = {new_version: entry}
+            return entry
+        versions = self.versions.setdefault((kind, key), {old_version: old})
+        if new_version in versions and not replace:
+            raise ValueError(
+                f"Version {new_version} of the {what} {key!r} is already registered "
+                "(pass replace=True)"
+            )
+        versions[new_version] = entry
+        return cast("E", self._current(kind, key))
+
+    def _current(self, kind: ListKind, key: str) -> Entry:
+        versions = self.versions[(kind, key)]
+        pinned = self.pins.get((kind, key))
+        if pinned is not None and pinned in versions:
+            return versions[pinned]
+        return versions[max(versions, key=parse_version)]
+
+    def _serve(self, kind: ListKind, key: str, entry: Entry) -> None:
+        if kind == "tools":
+            self.tools[key] = cast("ToolEntry", entry)
+        elif kind == "prompts":
+            self.prompts[key] = cast("PromptEntry", entry)
+        elif key in self.templates:
+            self.templates[key] = cast("TemplateEntry", entry)
+        else:
+            self.resources[key] = cast("ResourceEntry", entry)
+        self._changed(kind)
 
     def add_completer(self, key: CompletionKey, completer: CompleterEntry) -> None:
         self.completers[key] = completer
@@ -166,9 +282,8 @@ class Registry:
         template (``ref/resource``): it is registered and switched on."""
         if kind == "ref/prompt":
             return self.prompt(target) is not None
-        if target in self.disabled["resources"]:
-            return False
-        return target in self.templates or target in self.resources
+        found = self.templates.get(target) or self.resources.get(target)
+        return found is not None and not self.hidden("resources", target, found)
 
     def completion_scopes(self, kind: str, target: str) -> frozenset[str]:
         """The scopes of the prompt or resource/template completions are asked for."""
@@ -186,12 +301,11 @@ class Registry:
     ) -> tuple[ResourceEntry | TemplateEntry, JSONDict | None] | None:
         """The resource serving ``uri`` and, for a template, the values of its variables: an
         exact URI first, then templates in order."""
-        off = self.disabled["resources"]
         resource = self.resources.get(uri)
-        if resource is not None and uri not in off:
+        if resource is not None and not self.hidden("resources", uri, resource):
             return resource, None
         for key, template in self.templates.items():
-            if key in off:
+            if self.hidden("resources", key, template):
                 continue
             variables = template.match(uri)
             if variables is not None:
@@ -228,18 +342,17 @@ class Registry:
         """
         version, scopes = self._declared
         if version != self.version:
-            off = self.disabled
-            kinds: list[tuple[Mapping[str, Entry], set[str]]] = [
-                (self.tools, off["tools"]),
-                (self.resources, off["resources"]),
-                (self.templates, off["resources"]),
-                (self.prompts, off["prompts"]),
+            kinds: list[tuple[ListKind, Mapping[str, Entry]]] = [
+                ("tools", self.tools),
+                ("resources", self.resources),
+                ("resources", self.templates),
+                ("prompts", self.prompts),
             ]
             found = frozenset(
                 scope
-                for items, disabled in kinds
+                for kind, items in kinds
                 for key, item in items.items()
-                if key not in disabled
+                if not self.hidden(kind, key, item)
                 for scope in item.scopes
             )
             scopes = found if found != scopes else scopes
@@ -253,8 +366,8 @@ class Registry:
             "templates": self.templates,
             "prompts": self.prompts,
         }
-        off = self.disabled["resources" if kind in ("resources", "templates") else kind]  # type: ignore[index]
-        items = [item for key, item in sources[kind].items() if key not in off]
+        listed: ListKind = "resources" if kind in ("resources", "templates") else kind  # type: ignore[assignment]
+        items = [item for key, item in sources[kind].items() if not self.hidden(listed, key, item)]
         built = [item.wire for item in items]
         scoped = (
             [(item.scopes, item.wire) for item in items]

@@ -12,6 +12,7 @@ uses, and each method hands its call to the part that does the work
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +30,7 @@ from .bus import resource_updated
 from .config import ServerConfig, ServerOptions
 from .custom import CustomMethod
 from .endpoint import ServerEndpoint
+from .entries.catalogue import Tags, switch, visibility_rule
 from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry, is_entry
 from .entries.options import Options, ResourceOptions, ToolOptions
 from .entries.resources import CachePolicy, Resource, ResourceTemplate, build_resource
@@ -39,7 +41,7 @@ from .lifecycle import Lifecycle
 from .methods import Methods
 from .middleware import Middleware
 from .pipeline import Pipeline
-from .registry import Registry
+from .registry import ListKind
 from .settings import capabilities
 
 if TYPE_CHECKING:  # each loads on first use: thread pool, httpx2, serving, compose/, extensions/
@@ -85,7 +87,7 @@ class Server(Generic[StateT]):
         self.raise_exceptions = config.options["raise_exceptions"]
         self.redis_url = config.redis_url
         self.settings = config.settings()
-        self.registry = Registry()
+        self.registry = config.registry()
         self.runtime = config.runtime()
         #: Replacements of ``Depends`` functions, by the function replaced (for tests).
         self.dependency_overrides = self.runtime.dependency_overrides
@@ -346,13 +348,28 @@ class Server(Generic[StateT]):
 
         return register
 
-    def enable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
-        """Switch a registered tool, prompt or resource (URI or template) back on."""
-        self.registry.set_enabled(kind, key, True)
+    def enable(
+        self, kind: ListKind | None = None, key: str | None = None, *, tags: Tags | None = None
+    ) -> None:
+        """Switch a tool, prompt or resource (URI or template) back on, or those with any
+        of ``tags`` (in ``kind``'s list, or every list): :mod:`.entries.catalogue`."""
+        switch(self.registry, kind, key, tags, on=True)
 
-    def disable(self, kind: Literal["tools", "prompts", "resources"], key: str) -> None:
-        """Hide a tool, prompt or resource from lists and calls, without unregistering it."""
-        self.registry.set_enabled(kind, key, False)
+    def disable(
+        self, kind: ListKind | None = None, key: str | None = None, *, tags: Tags | None = None
+    ) -> None:
+        """Hide from lists and calls, without unregistering, an entry or those tagged so."""
+        switch(self.registry, kind, key, tags, on=False)
+
+    def pin(self, name: str, version: str | None, *, kind: ListKind | None = None) -> None:
+        """Serve ``version`` of the versioned ``name`` (``None``: the highest again)."""
+        self.registry.pin(name, version, kind)
+
+    def visibility(self, rule: F | None = None, /, *, blocking: bool | None = None) -> Any:
+        """Decide per request which entries a caller sees and may call: ``rule(ctx,
+        component) -> bool`` (:class:`~.entries.catalogue.VisibilityRule`)."""
+        made = functools.partial(visibility_rule, self.registry, pool=self.thread_pool)
+        return made(rule, blocking=blocking) if rule else functools.partial(made, blocking=blocking)
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""

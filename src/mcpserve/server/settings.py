@@ -19,7 +19,15 @@ from .registry import Registry
 class Settings:
     """A server's identity and answering options; read, never changed while serving."""
 
-    __slots__ = ("cache", "client_logging", "extensions", "info", "instructions", "page_size")
+    __slots__ = (
+        "cache",
+        "client_logging",
+        "extensions",
+        "info",
+        "instructions",
+        "page_size",
+        "tool_search",
+    )
 
     def __init__(
         self,
@@ -30,6 +38,7 @@ class Settings:
         page_size: int | None = None,
         client_logging: bool = False,
         extensions: dict[str, dict[str, Any]] | None = None,
+        tool_search: bool = False,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -41,6 +50,8 @@ class Settings:
         self.page_size = page_size
         self.client_logging = client_logging
         self.extensions = dict(extensions or {})
+        #: tools/list shows search_tools and call_tool instead of the tools (.tool_search).
+        self.tool_search = tool_search
 
 
 def capabilities(

@@ -29,6 +29,12 @@ class Options(TypedDict, total=False):
     #: Scopes an authenticated caller needs to see and use it (403 with a step-up challenge
     #: otherwise). No restriction when the server has no authentication.
     scopes: Iterable[str]
+    #: Labels for the catalogue (``_meta["io.mcpserve/tags"]``), matched by
+    #: ``Server(include_tags=..., exclude_tags=...)`` and ``server.enable(tags=...)``.
+    tags: Iterable[str]
+    #: A PEP 440 version: several versions of one name may be registered; callers see the
+    #: highest unless ``server.pin(name, version)`` pins another.
+    version: str
 
 
 class ToolFields(Options, total=False):

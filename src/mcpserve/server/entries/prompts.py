@@ -25,6 +25,7 @@ from ..._types import JSONDict, UserFunction
 from ...protocol.errors import InvalidParams
 from ..context.context import Context
 from ..schema.signature import ArgumentSpec, parse_docstring
+from .catalogue import catalogue_meta
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 from .options import Options, refuse_unknown
 
@@ -74,7 +75,10 @@ class Prompt(FunctionEntry):
         name = options.get("name")
         name = fn.__name__ if name is None else name
         title, description = options.get("title"), options.get("description")
-        icons, meta = options.get("icons"), options.get("meta")
+        icons = options.get("icons")
+        meta = catalogue_meta(
+            options.get("meta"), options.get("tags"), options.get("version"), name
+        )
         blocking, scopes = options.get("blocking"), options.get("scopes", ())
         if not name:
             raise ValueError("A prompt name cannot be empty")

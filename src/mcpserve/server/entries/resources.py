@@ -26,6 +26,7 @@ from ...protocol.records import Record
 from ..context.context import Context
 from .cache import CachePolicy as CachePolicy
 from .cache import CacheScope as CacheScope
+from .catalogue import catalogue_meta
 from .entry import FunctionEntry, InvalidArguments, Pool, list_entry
 from .options import ResourceOptions, refuse_unknown
 
@@ -147,7 +148,8 @@ def build_resource(
     refuse_unknown(options, ResourceOptions, "resource")
     name, title, description = options.get("name"), options.get("title"), options.get("description")
     mime_type, size, icons = options.get("mime_type"), options.get("size"), options.get("icons")
-    annotations, meta = options.get("annotations"), options.get("meta")
+    annotations = options.get("annotations")
+    meta = catalogue_meta(options.get("meta"), options.get("tags"), options.get("version"), uri)
     blocking, cache, scopes = (
         options.get("blocking"),
         options.get("cache"),

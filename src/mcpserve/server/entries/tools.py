@@ -33,6 +33,7 @@ from ..context.context import Context
 from ..context.rounds import REQUEST_STATE_KEEPERS, RequestStateKeeper
 from ..schema.raw import RawSchema
 from ..schema.signature import inspect_output, unchecked_output
+from .catalogue import catalogue_meta
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 from .kinds import TOOL_NAME, TaskMode, error_result
 from .options import ToolFields, refuse_unknown
@@ -98,7 +99,7 @@ class Tool(FunctionEntry):
         annotations, icons, meta = (
             options.get("annotations"),
             options.get("icons"),
-            options.get("meta"),
+            catalogue_meta(options.get("meta"), options.get("tags"), options.get("version"), name),
         )
         blocking, requires = options.get("blocking"), options.get("requires")
         input_schema, output_schema = options.get("input_schema"), options.get("output_schema")
