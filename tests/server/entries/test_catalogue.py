@@ -1,0 +1,210 @@
+"""Tags, versions and visibility (``server/entries/catalogue.py`` and the registry's use of
+it), in process: what a registration accepts, what each rule hides, and what it says when a
+user gets it wrong."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mcpserve import Server, blocking
+from mcpserve.protocol import constants as c
+
+META = {c.META_PROTOCOL_VERSION: "2026-07-28", c.META_CLIENT_CAPABILITIES: {}}
+
+
+def message(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {**(params or {}), "_meta": META},
+    }
+
+
+async def tool_names(server: Server) -> list[str]:
+    response = await server.handle(message("tools/list"))
+    assert response is not None
+    return [tool["name"] for tool in response["result"]["tools"]]
+
+
+async def call(server: Server, name: str, **arguments: Any) -> dict[str, Any]:
+    response = await server.handle(message("tools/call", {"name": name, "arguments": arguments}))
+    assert response is not None
+    return response
+
+
+def tagged(server: Server, name: str, *tags: str) -> None:
+    server.add_tool(lambda: name, name=name, tags=set(tags))
+
+
+# -- tags --------------------------------------------------------------------------------
+
+
+def test_tags_are_published_sorted_beside_the_entrys_own_meta() -> None:
+    server = Server("s")
+    tool = server.add_tool(lambda: 1, name="t", tags={"b", "a"}, meta={"x": 1})
+    assert tool.wire["_meta"] == {"x": 1, "io.mcpserve/tags": ["a", "b"]}
+    prompt = server.add_prompt(lambda: "hi", name="p", tags="solo")
+    assert prompt.wire["_meta"] == {"io.mcpserve/tags": ["solo"]}
+    resource = server.add_resource("notes://{id}", lambda id: id, tags={"r"})
+    assert resource.wire["_meta"] == {"io.mcpserve/tags": ["r"]}
+    app = server.app("ui://board", html="<p>hi</p>", tags={"ui"})
+    assert app.wire["_meta"]["io.mcpserve/tags"] == ["ui"]
+
+
+def test_a_tag_that_is_not_a_string_is_one_line_naming_the_registration() -> None:
+    server = Server("s")
+    with pytest.raises(TypeError, match=r"^t: tags must be non-empty strings"):
+        server.add_tool(lambda: 1, name="t", tags={""})
+    with pytest.raises(TypeError, match=r"^include_tags: tags must be non-empty strings"):
+        Server("s", include_tags=[1])  # type: ignore[list-item]
+
+
+async def test_include_tags_hides_untagged_entries_and_exclude_wins() -> None:
+    server = Server("s", include_tags={"billing"}, exclude_tags={"beta"})
+    tagged(server, "invoice", "billing")
+    tagged(server, "refund", "billing", "beta")
+    tagged(server, "plain")
+    assert await tool_names(server) == ["invoice"]
+    assert (await call(server, "plain"))["error"]["message"] == "Unknown tool: plain"
+
+
+async def test_enable_by_tags_shows_an_included_tag_and_disable_hides_it() -> None:
+    server = Server("s", include_tags={"billing"})
+    tagged(server, "invoice", "billing")
+    tagged(server, "search", "read")
+    heard: list[str] = []
+    server.registry.on_change(heard.append)
+    server.enable(tags={"read"})
+    assert await tool_names(server) == ["invoice", "search"]
+    server.disable("tools", tags={"billing"})
+    assert await tool_names(server) == ["search"]
+    server.disable("tools", tags={"billing"})  # no change: nothing announced
+    assert heard == ["tools", "prompts", "resources", "tools"]
+
+
+def test_enable_without_a_kind_finds_the_list_that_has_the_key() -> None:
+    server = Server("s")
+    tagged(server, "t")
+    server.disable(key="t")
+    assert "t" in server.registry.disabled["tools"]
+    server.enable(key="t")
+    assert not server.registry.disabled["tools"]
+    with pytest.raises(KeyError, match="Nothing named 'ghost' is registered"):
+        server.disable(key="ghost")
+    with pytest.raises(TypeError, match=r"^disable\(\) takes a key or tags="):
+        server.disable("tools")
+
+
+# -- versions ------------------------------------------------------------------------------
+
+
+async def test_the_highest_pep_440_version_is_served_until_another_is_pinned() -> None:
+    server = Server("s")
+    for version in ("1.10", "1.9", "2.0rc1"):
+        server.add_tool(lambda v=version: v, name="report", version=version)
+    assert await tool_names(server) == ["report"]
+    assert (await call(server, "report"))["result"]["content"][0]["text"] == "2.0rc1"
+    server.pin("report", "1.9")
+    assert (await call(server, "report"))["result"]["content"][0]["text"] == "1.9"
+    server.pin("report", None)
+    assert (await call(server, "report"))["result"]["content"][0]["text"] == "2.0rc1"
+    server.remove_tool("report")
+    assert "report" not in server.registry.tools
+    assert not server.registry.versions
+
+
+def test_version_mistakes_are_one_line_each() -> None:
+    server = Server("s")
+    with pytest.raises(ValueError, match=r"^t: version='latest' is not a PEP 440 version"):
+        server.add_tool(lambda: 1, name="t", version="latest")
+    server.add_tool(lambda: 1, name="t", version="1")
+    with pytest.raises(ValueError, match=r"^Version 1 of the tool 't' is already registered"):
+        server.add_tool(lambda: 2, name="t", version="1")
+    server.add_tool(lambda: 2, name="t", version="2")
+    with pytest.raises(KeyError, match=r"'t' has no version '3' \(registered: 1, 2\)"):
+        server.pin("t", "3")
+    with pytest.raises(KeyError, match="'u' is not registered in several versions"):
+        server.pin("u", "1")
+
+
+def test_an_unversioned_name_still_refuses_a_second_registration() -> None:
+    server = Server("s")
+    server.add_tool(lambda: 1, name="t")
+    with pytest.raises(ValueError, match="already registered"):
+        server.add_tool(lambda: 2, name="t", version="2")
+
+
+# -- visibility ----------------------------------------------------------------------------
+
+
+def _only_public(ctx: Any, component: Any) -> bool:
+    return "secret" not in component.tags or ctx.principal == "boss"
+
+
+@pytest.mark.parametrize("shape", ["plain", "async", "blocking"])
+async def test_a_visibility_rule_of_each_shape_decides_lists_and_calls(shape: str) -> None:
+    server = Server("s")
+    tagged(server, "open")
+    tagged(server, "hidden", "secret")
+    seen: list[tuple[str, str]] = []
+
+    def rule(ctx: Any, component: Any) -> bool:
+        seen.append((component.kind, component.name))
+        return _only_public(ctx, component)
+
+    async def async_rule(ctx: Any, component: Any) -> bool:
+        await asyncio.sleep(0)
+        return rule(ctx, component)
+
+    chosen = {"plain": rule, "async": async_rule, "blocking": blocking(rule)}[shape]
+    assert server.visibility(chosen) is chosen
+    listed = await server.handle(message("tools/list"))
+    assert listed is not None
+    assert [tool["name"] for tool in listed["result"]["tools"]] == ["open"]
+    assert listed["result"]["cacheScope"] == "private"  # a list per caller
+    assert (await call(server, "hidden"))["error"] == {
+        "code": -32602,
+        "message": "Unknown tool: hidden",
+    }
+    assert ("tool", "hidden") in seen
+
+
+async def test_the_rule_reads_the_callers_identity_and_the_components_fields() -> None:
+    from mcpserve.protocol.core import Auth
+
+    server = Server("s")
+    tagged(server, "hidden", "secret")
+    server.visibility(_only_public)
+    boss = Auth(principal="boss", checked=True)
+    response = await server.handle(message("tools/list"), auth=boss)
+    assert response is not None
+    assert [tool["name"] for tool in response["result"]["tools"]] == ["hidden"]
+
+
+def test_a_rule_must_take_ctx_and_component() -> None:
+    server = Server("s")
+    with pytest.raises(TypeError, match=r"visibility rule lonely\(\) must take \(ctx, component\)"):
+
+        @server.visibility
+        def lonely(ctx: Any) -> bool:
+            return True
+
+
+async def test_a_hidden_resource_reads_as_not_found_and_a_hidden_prompt_as_unknown() -> None:
+    server = Server("s")
+    server.add_resource("notes://a", lambda: "a", tags={"secret"})
+    server.add_prompt(lambda: "hi", name="p", tags={"secret"})
+    server.visibility(_only_public)
+    read = await server.handle(message("resources/read", {"uri": "notes://a"}))
+    got = await server.handle(message("prompts/get", {"name": "p"}))
+    assert read is not None
+    assert got is not None
+    assert read["error"]["message"] == "Resource not found"
+    assert got["error"] == {"code": -32602, "message": "Unknown prompt: p"}
+    listed = await server.handle(message("resources/list"))
+    assert listed is not None
+    assert listed["result"]["resources"] == []
