@@ -15,8 +15,8 @@ The index is built once per registry version (so once, until something changes) 
 tools every caller may see (tags and switches, :mod:`.entries.catalogue`); what only some
 callers may see (scopes, the visibility rule) is filtered per request, after ranking.
 The ranking is our own BM25 (``docs/decisions.md``, "Tool search ranks with its own
-BM25"): a few dozen lines, no import cost, and an index of 1,000 tools answers a query in
-well under a millisecond (``docs/performance.md``).
+BM25"): a few dozen lines of the standard library, and an index of 1,000 tools answers a query in
+under a millisecond at the median (``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ class BM25:
             self.lengths.append(sum(counts.values()))
             for word, count in counts.items():
                 self.postings.setdefault(word, []).append((index, count))
-        self.average = sum(self.lengths) / len(self.lengths) if self.lengths else 0.0
+        average = sum(self.lengths) / len(self.lengths) if self.lengths else 0.0
+        #: Per document, BM25's length normalisation, computed once.
+        self.norms = [self.K1 * (1 - self.B + self.B * n / average) for n in self.lengths]
 
     def ranked(self, query: str) -> list[str]:
         """The keys of the documents that share a word with ``query``, best first (ties in
@@ -93,11 +95,10 @@ class BM25:
             if not postings:
                 continue
             idf = math.log(1 + (total - len(postings) + 0.5) / (len(postings) + 0.5))
+            weight = idf * (self.K1 + 1)
+            norms = self.norms
             for index, count in postings:
-                norm = self.K1 * (1 - self.B + self.B * self.lengths[index] / self.average)
-                scores[index] = scores.get(index, 0.0) + idf * count * (self.K1 + 1) / (
-                    count + norm
-                )
+                scores[index] = scores.get(index, 0.0) + weight * count / (count + norms[index])
         best = sorted(scores, key=lambda index: (-scores[index], index))
         return [self.keys[index] for index in best]
 
