@@ -259,13 +259,14 @@ class Server(Generic[StateT]):
         prefix: str | None = None,
         scopes: Iterable[str] | str = (),
         cache: CachePolicy | None = None,
+        tags: Iterable[str] | None = None,
         replace: bool = False,
     ) -> list[Skill]:
         """Serve every skill below ``directory`` (each folder with a SKILL.md), read and
         checked now: a skill that breaks a rule raises ``ValueError`` naming its file."""
         from ..extensions.skills.files import load_skills
 
-        skills = load_skills(directory, prefix=prefix, scopes=scopes, cache=cache)
+        skills = load_skills(directory, prefix=prefix, scopes=scopes, cache=cache, tags=tags)
         self.use_skills().add(skills, replace=replace, nested=True)
         return skills
 

@@ -208,3 +208,38 @@ async def test_a_hidden_resource_reads_as_not_found_and_a_hidden_prompt_as_unkno
     listed = await server.handle(message("resources/list"))
     assert listed is not None
     assert listed["result"]["resources"] == []
+
+
+# -- skills --------------------------------------------------------------------------------
+
+
+async def test_a_tagged_skill_is_hidden_with_its_tag_from_skills_and_resources(
+    tmp_path: Any,
+) -> None:
+    from mcpserve import Skill
+
+    server = Server("s")
+    server.add_skill(Skill("beta-guide", "How to try the beta", "Try it.", tags={"beta"}))
+    folder = tmp_path / "skills" / "house-rules"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: house-rules\ndescription: Our rules\n---\nBe kind.\n"
+    )
+    server.add_skills(tmp_path / "skills", tags={"beta"})
+    uris = ["skill://beta-guide/SKILL.md", "skill://house-rules/SKILL.md"]
+    for uri in uris:
+        assert server.registry.resources[uri].wire["_meta"] == {"io.mcpserve/tags": ["beta"]}
+    listed = await server.handle(message("skills/list"))
+    assert listed is not None
+    assert [skill["uri"] for skill in listed["result"]["skills"]] == uris
+
+    server.disable(tags={"beta"})
+    listed = await server.handle(message("skills/list"))
+    got = await server.handle(message("skills/get", {"uri": uris[0]}))
+    read = await server.handle(message("resources/read", {"uri": uris[1]}))
+    assert listed is not None
+    assert got is not None
+    assert read is not None
+    assert listed["result"]["skills"] == []
+    assert got["error"]["message"] == f"No skill is served at {uris[0]}"
+    assert read["error"]["message"] == "Resource not found"

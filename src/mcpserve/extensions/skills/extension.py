@@ -30,6 +30,7 @@ from ...protocol.core import Handler
 from ...protocol.errors import InternalError, InvalidParams, MethodNotFound
 from ...protocol.pagination import paginate
 from ...server.context.context import Context
+from ...server.entries.catalogue import TAGS_META
 from ...server.entries.entry import Pool
 from ...server.entries.kinds import ResourceEntry
 from ...server.entries.resources import CachePolicy, Resource
@@ -197,6 +198,8 @@ class Skills:
                 f"{skill.uri}: the function for {file_path} may take only a "
                 f"Context, not {', '.join(resource.arguments.param_names)}"
             )
+        if skill.tags:
+            wire["_meta"] = {TAGS_META: sorted(skill.tags)}
         resource.wire = wire
         return resource
 
@@ -221,7 +224,7 @@ class Skills:
         entries = [
             skill.entry
             for skill in self._skills.values()
-            if not personal or skill.scopes <= auth.scopes
+            if (not personal or skill.scopes <= auth.scopes) and self._shown(skill)
         ]
         page, next_cursor = paginate(
             entries, ctx.request.params.get("cursor"), self.settings.page_size
@@ -234,9 +237,14 @@ class Skills:
             policy = CachePolicy(policy.ttl_ms, "private")
         return _cached(result, policy)
 
+    def _shown(self, skill: Skill) -> bool:
+        """Whether the skill's SKILL.md is served now (not switched off, by key or tag)."""
+        return self.registry.find_resource(skill.uri) is not None
+
     def _find_skill(self, params: Result) -> Skill | None:
         uri = params.get("uri")
-        return self._skills.get(uri) if type(uri) is str else None
+        skill = self._skills.get(uri) if type(uri) is str else None
+        return skill if skill is not None and self._shown(skill) else None
 
     def get_skill(self, ctx: Context) -> Result:
         self._require("skills/get")

@@ -41,6 +41,7 @@ def load_skills(
     prefix: str | None = None,
     scopes: Iterable[str] | str = (),
     cache: CachePolicy | None = None,
+    tags: Iterable[str] | None = None,
 ) -> list[Skill]:
     """Every skill below ``directory``, checked and read, in path order."""
     root = Path(directory)
@@ -58,7 +59,8 @@ def load_skills(
     skills = []
     for skill_dir in skill_dirs:
         members = {rel: path for rel, path in files.items() if skill_dir in rel.parents}
-        skills.append(_load_skill(root, skill_dir, members, prefix, scopes, cache))
+        loaded = _load_skill(root, skill_dir, members, prefix, scopes, cache, tags)
+        skills.append(loaded)
     return skills
 
 
@@ -69,6 +71,7 @@ def _load_skill(
     prefix: str | None,
     scopes: Iterable[str] | str,
     cache: CachePolicy | None,
+    tags: Iterable[str] | None,
 ) -> Skill:
     source = root / skill_dir
     manifest = source / SKILL_FILE
@@ -98,7 +101,9 @@ def _load_skill(
         )
     prefixes = [part for part in (prefix or "").strip("/").split("/") if part]
     path = skill_path("/".join([*prefixes, *skill_dir.parts[:-1]]), skill_dir.name, str(manifest))
-    return Skill.loaded(fields, path, documents, source=source, scopes=scopes, cache=cache)
+    return Skill.loaded(
+        fields, path, documents, source=source, scopes=scopes, cache=cache, tags=tags
+    )
 
 
 def _walk(root: Path) -> dict[PurePosixPath, Path]:

@@ -32,6 +32,7 @@ from urllib.parse import quote
 from ..._types import JSONDict, UserFunction
 from ...protocol.frontmatter import render_frontmatter
 from ...server.entries.cache import CachePolicy
+from ...server.entries.catalogue import tag_set
 from ...server.entries.entry import scope_set
 from ...server.schema.docstrings import parse_docstring
 
@@ -93,6 +94,8 @@ class SkillOptions(TypedDict, total=False):
     scopes: Iterable[str] | str
     cache: CachePolicy
     blocking: bool
+    #: Labels for the catalogue, on the skill's files (``docs/catalogue.md``).
+    tags: Iterable[str]
 
 
 class Skill:
@@ -127,6 +130,7 @@ class Skill:
         "path",
         "scopes",
         "source",
+        "tags",
         "uri",
     )
 
@@ -142,6 +146,7 @@ class Skill:
         scopes: Iterable[str] | str = (),
         cache: CachePolicy | None = None,
         blocking: bool | None = None,
+        tags: Iterable[str] | None = None,
     ) -> None:
         extra = dict(frontmatter or {})
         if "name" in extra or "description" in extra:
@@ -175,6 +180,7 @@ class Skill:
             cache=cache,
             blocking=blocking,
             source=None,
+            tags=tags,
         )
 
     @classmethod
@@ -187,6 +193,7 @@ class Skill:
         source: Path,
         scopes: Iterable[str] | str = (),
         cache: CachePolicy | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Skill:
         """A skill read from its directory (``source``), its files' bytes served as read."""
         skill = cls.__new__(cls)
@@ -199,6 +206,7 @@ class Skill:
             cache=cache,
             blocking=None,
             source=source,
+            tags=tags,
         )
         return skill
 
@@ -213,6 +221,7 @@ class Skill:
         cache: CachePolicy | None,
         blocking: bool | None,
         source: Path | None,
+        tags: Iterable[str] | None,
     ) -> None:
         self.name: str = fields["name"]
         #: The SKILL.md frontmatter, as every host reads it.
@@ -230,6 +239,8 @@ class Skill:
         #: The directory the skill was read from, if it was.
         self.source = source
         label = str(source / SKILL_FILE) if source is not None else f"skill {self.name!r}"
+        #: Labels of the catalogue, on each of its files' list entries (``docs/catalogue.md``).
+        self.tags = tag_set(tags, label) if tags else frozenset()
         if len(documents) > MAX_FILES:
             raise InvalidSkill(
                 f"{label}: {len(documents)} files, more than the {MAX_FILES} every host must accept"
@@ -303,6 +314,7 @@ class Skill:
             cache=self.cache,
             blocking=self.blocking,
             source=self.source,
+            tags=self.tags,
         )
         return moved
 
