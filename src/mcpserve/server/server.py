@@ -12,7 +12,6 @@ uses, and each method hands its call to the part that does the work
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -367,10 +366,8 @@ class Server(Generic[StateT]):
         self.registry.pin(name, version, kind)
 
     def visibility(self, rule: F | None = None, /, *, blocking: bool | None = None) -> Any:
-        """Decide per request which entries a caller sees and may call: ``rule(ctx,
-        component) -> bool`` (:class:`~.entries.catalogue.VisibilityRule`)."""
-        made = functools.partial(visibility_rule, self.registry, pool=self.thread_pool)
-        return made(rule, blocking=blocking) if rule else functools.partial(made, blocking=blocking)
+        """Decide per request what each caller sees and may call: ``rule(ctx, component)``."""
+        return visibility_rule(self.registry, rule, pool=self.thread_pool, blocking=blocking)
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""

@@ -5,6 +5,7 @@ user gets it wrong."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -145,7 +146,7 @@ def _only_public(ctx: Any, component: Any) -> bool:
     return "secret" not in component.tags or ctx.principal == "boss"
 
 
-@pytest.mark.parametrize("shape", ["plain", "async", "blocking"])
+@pytest.mark.parametrize("shape", ["plain", "async", "blocking", "blocking=True"])
 async def test_a_visibility_rule_of_each_shape_decides_lists_and_calls(shape: str) -> None:
     server = Server("s")
     tagged(server, "open")
@@ -160,8 +161,17 @@ async def test_a_visibility_rule_of_each_shape_decides_lists_and_calls(shape: st
         await asyncio.sleep(0)
         return rule(ctx, component)
 
-    chosen = {"plain": rule, "async": async_rule, "blocking": blocking(rule)}[shape]
-    assert server.visibility(chosen) is chosen
+    threads: list[str] = []
+
+    def in_a_thread(ctx: Any, component: Any) -> bool:
+        threads.append(threading.current_thread().name)
+        return rule(ctx, component)
+
+    if shape == "blocking=True":
+        assert server.visibility(blocking=True)(in_a_thread) is in_a_thread
+    else:
+        chosen = {"plain": rule, "async": async_rule, "blocking": blocking(in_a_thread)}[shape]
+        assert server.visibility(chosen) is chosen
     listed = await server.handle(message("tools/list"))
     assert listed is not None
     assert [tool["name"] for tool in listed["result"]["tools"]] == ["open"]
@@ -171,6 +181,8 @@ async def test_a_visibility_rule_of_each_shape_decides_lists_and_calls(shape: st
         "message": "Unknown tool: hidden",
     }
     assert ("tool", "hidden") in seen
+    main = threading.main_thread().name
+    assert (bool(threads) and main not in threads) == shape.startswith("blocking")
 
 
 async def test_the_rule_reads_the_callers_identity_and_the_components_fields() -> None:

@@ -238,8 +238,13 @@ class RuleHolder(Protocol):
 
 
 def visibility_rule(
-    registry: RuleHolder, fn: UserFunction, *, pool: Pool, blocking: bool | None
-) -> UserFunction:
-    """``@server.visibility``: ``fn`` becomes the registry's rule (one per server)."""
-    registry.visibility = VisibilityRule(fn, pool=pool, blocking=blocking)
-    return fn
+    registry: RuleHolder, fn: UserFunction | None, *, pool: Pool, blocking: bool | None
+) -> Any:
+    """``@server.visibility`` (bare, or with ``blocking=``): the function becomes the
+    registry's rule (one per server; a second replaces the first)."""
+
+    def register(fn: UserFunction) -> UserFunction:
+        registry.visibility = VisibilityRule(fn, pool=pool, blocking=blocking)
+        return fn
+
+    return register(fn) if fn is not None else register
