@@ -33,6 +33,8 @@ from .protocol.errors import ToolError as ToolError
 from .server.context.context import Context as Context
 from .server.context.rounds import InputRequired as InputRequired
 from .server.entries.cache import CachePolicy as CachePolicy
+from .server.entries.catalogue import Caller as Caller
+from .server.entries.catalogue import Component as Component
 from .server.entries.dependencies import Depends as Depends
 from .server.entries.resources import Contents as Contents
 from .server.entries.resources import Resource as Resource
@@ -159,9 +161,11 @@ __all__ = [
     "Auth",
     "CachePolicy",
     "CallNext",
+    "Caller",
     "Client",
     "ClientCredentials",
     "Completion",
+    "Component",
     "Contents",
     "Context",
     "Depends",
