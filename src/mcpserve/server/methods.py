@@ -36,7 +36,7 @@ from ..protocol.handshake import Session
 from ..protocol.pagination import paginate
 from .context.context import Context
 from .entries.cache import CachePolicy
-from .entries.catalogue import Caller, Component, ComponentKind
+from .entries.catalogue import ComponentKind, then
 from .entries.kinds import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from .entries.tools import Tool
 from .registry import Registry
@@ -221,20 +221,10 @@ class Methods:
         rule = self.registry.visibility
         if rule is None:
             return self.page(entries, key, ctx, personal)
-        components = [Component.of(_COMPONENT_KINDS[kind], entry) for entry in entries]
-        shown = rule.shows(Caller.of(ctx), components)
-
-        def visible(flags: list[bool]) -> Result:
-            kept = [entry for entry, show in zip(entries, flags, strict=True) if show]
-            return self.page(kept, key, ctx, True)  # a list per caller: never shared
-
-        if isinstance(shown, list):
-            return visible(shown)
-
-        async def later() -> Result:
-            return visible(await shown)
-
-        return later()
+        kept = rule.kept(ctx, _COMPONENT_KINDS[kind], entries)
+        # A list per caller: never shared.
+        paged: Result | Awaitable[Result] = then(kept, lambda k: self.page(k, key, ctx, True))
+        return paged
 
     def page(self, entries: list[JSONDict], key: str, ctx: Context, personal: bool) -> Result:
         """One page of a list's entries, with the caching hints (private when ``personal``)."""
@@ -306,21 +296,11 @@ class Methods:
         answer: Callable[[], Result | Awaitable[Result]],
     ) -> Result | Awaitable[Result]:
         """``answer()`` when the visibility rule shows the caller this entry; otherwise the
-        -32602 an unknown name gets, before anything of the entry runs."""
+        error an unknown name gets, before anything of the entry runs."""
         rule = self.registry.visibility
         assert rule is not None
-        shown = rule.shows(Caller.of(ctx), [Component.of(kind, wire)])
-        if isinstance(shown, list):
-            if not shown[0]:
-                raise unknown
-            return answer()
-
-        async def later() -> Result:
-            if not (await shown)[0]:
-                raise unknown
-            return await answered(answer())
-
-        return later()
+        guarded: Result | Awaitable[Result] = rule.guarded(ctx, kind, wire, unknown, answer)
+        return guarded
 
     # -- resources -----------------------------------------------------------------------
 
@@ -439,6 +419,8 @@ class Methods:
         else:
             raise InvalidParams('Invalid params: ref.type must be "ref/prompt" or "ref/resource"')
         ctx.require_scopes(*registry.completion_scopes(kind, target))
+        if registry.visibility is not None:
+            await self.completion_shown(ctx, kind, target)
         context = params.get("context")
         known = context.get("arguments") if isinstance(context, dict) else None
         completer = registry.completers.get((kind, target, arg_name))
@@ -451,6 +433,24 @@ class Methods:
             return {"completion": {"values": []}}
         arguments = known if isinstance(known, dict) else {}
         return {"completion": await completer.complete(value, arguments, ctx)}
+
+    async def completion_shown(self, ctx: Context, kind: str, target: str) -> None:
+        """Completions of a prompt or template the rule hides: -32602, as for an unknown one."""
+        registry = self.registry
+        component: ComponentKind
+        if kind == "ref/prompt":
+            wire, component, what = registry.prompts[target].wire, "prompt", "prompt"
+        elif target in registry.templates:
+            wire, component = registry.templates[target].wire, "template"
+            what = "resource template"
+        else:
+            wire, component = registry.resources[target].wire, "resource"
+            what = "resource template"
+        rule = registry.visibility
+        assert rule is not None
+        allowed = rule.allows(ctx, component, wire)
+        if not (allowed if isinstance(allowed, bool) else await allowed):
+            raise InvalidParams(f"Unknown {what}: {target[:100]}")
 
     # -- a handshake-era session's own ---------------------------------------------------
 

@@ -31,7 +31,6 @@ from pydantic import Field
 
 from .._types import JSONDict
 from .context.context import Context
-from .entries.catalogue import Caller, Component
 from .entries.kinds import ToolEntry
 from .entries.tools import Tool
 from .registry import Registry
@@ -164,14 +163,13 @@ class ToolSearch:
         auth = ctx.request.auth
         found: list[JSONDict] = []
         rule = self.registry.visibility
-        caller = Caller.of(ctx) if rule is not None else None
         for name in self.index().ranked(query):
             tool = self.registry.tool(name)
             if tool is None or (auth.checked and not tool.scopes <= auth.scopes):
                 continue
-            if rule is not None and caller is not None:
-                shown = rule.shows(caller, [Component.of("tool", tool.wire)])
-                if not (shown if isinstance(shown, list) else await shown)[0]:
+            if rule is not None:
+                allowed = rule.allows(ctx, "tool", tool.wire)
+                if not (allowed if isinstance(allowed, bool) else await allowed):
                     continue
             found.append(tool.wire)
             if len(found) == limit:

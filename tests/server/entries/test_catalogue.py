@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from mcpserve import Server, blocking
 from mcpserve.protocol import constants as c
+from mcpserve.protocol.core import Auth
 
 META = {c.META_PROTOCOL_VERSION: "2026-07-28", c.META_CLIENT_CAPABILITIES: {}}
 
@@ -255,3 +256,23 @@ async def test_a_tagged_skill_is_hidden_with_its_tag_from_skills_and_resources(
     assert listed["result"]["skills"] == []
     assert got["error"]["message"] == f"No skill is served at {uris[0]}"
     assert read["error"]["message"] == "Resource not found"
+
+
+async def test_completions_of_a_prompt_the_rule_hides_are_unknown() -> None:
+    server = Server("s")
+
+    @server.prompt(tags={"secret"})
+    def plan(size: Literal["small", "large"]) -> str:
+        return size
+
+    server.visibility(_only_public)
+    params = {
+        "ref": {"type": "ref/prompt", "name": "plan"},
+        "argument": {"name": "size", "value": "s"},
+    }
+    hidden = await server.handle(message("completion/complete", params))
+    assert hidden is not None
+    assert hidden["error"] == {"code": -32602, "message": "Unknown prompt: plan"}
+    boss = await server.handle(message("completion/complete", params), auth=Auth("boss"))
+    assert boss is not None
+    assert boss["result"]["completion"]["values"] == ["small"]

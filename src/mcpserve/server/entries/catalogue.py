@@ -190,6 +190,47 @@ class VisibilityRule:
         first, second = self.names
         return [bool(await self.invoke({first: caller, second: c})) for c in components]
 
+    def allows(self, ctx: Context, kind: ComponentKind, wire: JSONDict) -> Any:
+        """Whether the caller is shown this one entry: a bool, or an awaitable of one."""
+        return then(self.shows(Caller.of(ctx), [Component.of(kind, wire)]), _first)
+
+    def kept(self, ctx: Context, kind: ComponentKind, entries: list[JSONDict]) -> Any:
+        """The list ``entries`` the caller is shown, now or awaited."""
+        components = [Component.of(kind, entry) for entry in entries]
+
+        def keep(flags: list[bool]) -> list[JSONDict]:
+            return [entry for entry, show in zip(entries, flags, strict=True) if show]
+
+        return then(self.shows(Caller.of(ctx), components), keep)
+
+    def guarded(
+        self,
+        ctx: Context,
+        kind: ComponentKind,
+        wire: JSONDict,
+        unknown: Exception,
+        answer: Callable[[], Any],
+    ) -> Any:
+        """``answer()`` when the caller is shown this entry, else ``unknown`` raised, before
+        anything of the entry runs: a result, or an awaitable of one."""
+        allowed = self.allows(ctx, kind, wire)
+        if allowed is True:
+            return answer()
+        if allowed is False:
+            raise unknown
+
+        async def later() -> Any:
+            if not await allowed:
+                raise unknown
+            value = answer()
+            return await value if hasattr(type(value), "__await__") else value
+
+        return later()
+
+
+def _first(flags: list[bool]) -> bool:
+    return flags[0]
+
 
 def then(value: Any, finish: Callable[[Any], Any]) -> Any:
     """``finish(value)``, now or once an awaitable ``value`` is ready."""
