@@ -204,7 +204,12 @@ class Registry:
 
     def tool(self, name: str) -> ToolEntry | None:
         tool = self.tools.get(name)
-        if tool is None or self.hidden("tools", name, tool):
+        if tool is None:
+            return None
+        # Every tools/call asks: the common case (nothing switched off) costs two lookups.
+        if (self.disabled["tools"] or self.tag_filters["tools"].active) and self.hidden(
+            "tools", name, tool
+        ):
             return None
         return tool
 

@@ -99,15 +99,13 @@ def version_of(wire: JSONDict) -> str | None:
 class TagFilter:
     """Which tags a list shows: ``include`` (None: every entry) minus ``exclude``."""
 
-    __slots__ = ("exclude", "include")
+    __slots__ = ("active", "exclude", "include")
 
     def __init__(self, include: Iterable[str] | None = None, exclude: Iterable[str] = ()):
         self.include = None if include is None else set(tag_set(include, "include_tags"))
         self.exclude = set(tag_set(exclude, "exclude_tags"))
-
-    @property
-    def active(self) -> bool:
-        return self.include is not None or bool(self.exclude)
+        #: Whether it hides anything: read on every lookup, so kept, not computed.
+        self.active = self.include is not None or bool(self.exclude)
 
     def hides(self, tags: frozenset[str]) -> bool:
         if not tags.isdisjoint(self.exclude):
@@ -123,6 +121,7 @@ class TagFilter:
                 self.include |= tags
         else:
             self.exclude |= tags
+        self.active = self.include is not None or bool(self.exclude)
         return before != (self.include, self.exclude)
 
 
