@@ -161,6 +161,23 @@ async def test_put_replaces_the_value_and_its_life(place: Place) -> None:
     assert await store.get("shortened") is None
 
 
+async def test_put_without_a_life_keeps_the_record_until_it_is_deleted(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("forever", b"kept", None)
+    await store.put("was-short", b"first", SHORT)
+    await store.put("was-short", b"kept too", None)  # a record put without a life loses its old one
+    await store.put("becomes-short", b"first", None)
+    await store.put("becomes-short", b"gone", SHORT)
+    await asyncio.sleep(PAST)
+    await store.put("sweeps", b"", LONG)  # a write that sweeps expired records keeps these
+    assert await store.get("forever") == b"kept"
+    assert await store.get("was-short") == b"kept too"
+    assert await store.get("becomes-short") is None
+    assert await store.add("forever", b"refused", LONG) is False
+    await store.delete("forever")
+    assert await store.get("forever") is None
+
+
 async def test_add_writes_only_over_an_absent_or_expired_record(place: Place) -> None:
     store = await place.fresh()
     assert await store.add("lock", b"mine", LONG) is True
@@ -372,6 +389,20 @@ async def test_redis_keeps_each_record_under_the_namespace_with_its_life(
             assert client.get(prefix + "counted") == b"1"
             for key in ("put", "added", "counted"):
                 assert LONG * 1000 - 5000 < client.pttl(prefix + key) <= LONG * 1000
+    finally:
+        await store.aclose()
+
+
+async def test_redis_keeps_a_record_put_without_a_life_without_expiry(redis: RedisServer) -> None:
+    namespace = f"kv-test-{uuid.uuid4().hex}"
+    store = RedisKeyValue(redis.url, namespace=namespace)
+    key = f"mcpserve:{{{namespace}}}:kv:forever"
+    try:
+        await store.put("forever", b"v", LONG)
+        await store.put("forever", b"w", None)
+        with SyncRedis.from_url(redis.url, socket_timeout=5.0) as client:
+            assert client.get(key) == b"w"
+            assert client.pttl(key) == -1  # exists, no expiry
     finally:
         await store.aclose()
 

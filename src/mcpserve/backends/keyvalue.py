@@ -13,6 +13,8 @@ step on the shared store, never a read followed by a write:
   rate (a rate limit that allows bursts).
 
 Every record has a life in seconds and is gone after it: nothing needs sweeping by hand.
+Only :meth:`KeyValueStore.put` may keep a record without one (``ttl=None``), for state that
+lasts until it is deleted (``ctx.store``: ``server/context/store.py``).
 
 Three stores keep the same promises: :class:`MemoryKeyValue` (one process), Redis
 (``backends/redis/keyvalue.py``: every instance) and SQLite (``backends/sqlite/keyvalue.py``:
@@ -24,6 +26,7 @@ value that is not bytes, ``incr`` of a key that holds no counter) is ``keyvalue_
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Protocol
 
@@ -32,6 +35,7 @@ from .keyvalue_rules import (
     bucket_record,
     bucket_state,
     check_bucket,
+    check_life,
     check_ttl,
     check_value,
     counter_value,
@@ -46,8 +50,9 @@ class KeyValueStore(Protocol):
         """The value, or None when absent or expired."""
         ...
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
-        """Set ``key`` to ``value`` for ``ttl`` seconds, replacing any value."""
+    async def put(self, key: str, value: bytes, ttl: float | None) -> None:
+        """Set ``key`` to ``value`` for ``ttl`` seconds (None: until deleted), replacing any
+        value and its life."""
         ...
 
     async def add(self, key: str, value: bytes, ttl: float) -> bool:
@@ -104,20 +109,20 @@ class MemoryKeyValue:
         """How many records are held, expired ones not swept yet included."""
         return len(self._records)
 
-    def _set(self, key: str, value: bytes, ttl: float) -> None:
+    def _set(self, key: str, value: bytes, ttl: float | None) -> None:
         self._writes += 1
         if self._writes % self._sweep_every == 0:
             now = time.monotonic()
             for stale in [k for k, (until, _) in self._records.items() if until <= now]:
                 del self._records[stale]
-        self._records[key] = (time.monotonic() + ttl, value)
+        self._records[key] = (math.inf if ttl is None else time.monotonic() + ttl, value)
 
     async def get(self, key: str) -> bytes | None:
         return self._live(key)
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
+    async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         check_value(value)
-        check_ttl(ttl)
+        check_life(ttl)
         self._set(key, value, ttl)
 
     async def add(self, key: str, value: bytes, ttl: float) -> bool:

@@ -5,7 +5,7 @@ same answers to the same mistakes.
 * A life (``ttl``) is a positive, finite number of seconds: zero, a negative number, NaN
   (which compares false to everything, so a record would never expire) and infinity are
   refused with :class:`ValueError` by every operation that takes one, before the store
-  is touched.
+  is touched. ``put`` alone also takes None: no life, the record stays until deleted.
 * A value is :class:`bytes`: SQLite would keep a ``str`` as text and give back a ``str``,
   and Redis would encode it, so each store would answer differently; a ``TypeError`` says so.
 * A counter is kept as its decimal digits (``b"3"``): ``incr`` of a key that holds
@@ -38,6 +38,12 @@ def check_ttl(ttl: float) -> None:
     """Refuse a life that is not a positive, finite number of seconds."""
     if not 0 < ttl < math.inf:
         raise ValueError(f"ttl must be a positive, finite number of seconds, not {ttl!r}")
+
+
+def check_life(ttl: float | None) -> None:
+    """Refuse what :func:`check_ttl` refuses, but let None (no expiry) through."""
+    if ttl is not None:
+        check_ttl(ttl)
 
 
 def check_value(value: bytes) -> None:

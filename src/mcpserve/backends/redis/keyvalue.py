@@ -3,7 +3,8 @@ shares its records.
 
 Each record is one Redis string, ``mcpserve:{<namespace>}:kv:<key>``, whose value is the
 record's bytes as given and whose expiry is the record's life in milliseconds (``PX``, at
-least 1), so Redis forgets an expired record by itself and nothing needs sweeping. The
+least 1), so Redis forgets an expired record by itself and nothing needs sweeping. A
+record put without a life is a plain ``SET``, which also drops any expiry the key had. The
 namespace is the server's name: tasks and shared sessions live beside these keys under the
 same ``mcpserve:{<namespace>}:`` (on Redis Cluster, one hash slot), and stores of two
 namespaces never see each other's keys.
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 from ..keyvalue_rules import (
     StoreUnavailable,
     check_bucket,
+    check_life,
     check_ttl,
     check_value,
     not_a_bucket,
@@ -123,12 +125,11 @@ class RedisKeyValue:
         )
         return value
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
+    async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         check_value(value)
-        check_ttl(ttl)
-        await self._link.run(
-            "write a record", self._client().set(self._key(key), value, px=_milliseconds(ttl))
-        )
+        check_life(ttl)
+        life = None if ttl is None else _milliseconds(ttl)
+        await self._link.run("write a record", self._client().set(self._key(key), value, px=life))
 
     async def add(self, key: str, value: bytes, ttl: float) -> bool:
         check_value(value)

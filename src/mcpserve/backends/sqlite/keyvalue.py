@@ -5,7 +5,8 @@ One table, ``keyvalue``: the namespace and the key (together the primary key, so
 two namespaces in one file never see each other's records), the value as a BLOB (bytes
 come back as they went in, ``b""`` included), and when the record expires, in wall-clock
 seconds (``time.time()``: every process reads the same clock, where each process's
-monotonic clock starts anywhere). The file is in WAL mode with ``synchronous=FULL``:
+monotonic clock starts anywhere; a record put without a life expires at infinity, which
+SQLite keeps as a REAL like any other). The file is in WAL mode with ``synchronous=FULL``:
 readers never wait for the writer, and a record exists on disk once the call that wrote
 or took it returns, so a code taken once stays taken after a crash. The file may hold
 the task store's table too.
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -43,6 +45,7 @@ from ..keyvalue_rules import (
     bucket_record,
     bucket_state,
     check_bucket,
+    check_life,
     check_ttl,
     check_value,
     counter_value,
@@ -88,9 +91,9 @@ class SQLiteKeyValue:
     async def get(self, key: str) -> bytes | None:
         return await self._run("read a record", self._get, key)
 
-    async def put(self, key: str, value: bytes, ttl: float) -> None:
+    async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         check_value(value)
-        check_ttl(ttl)
+        check_life(ttl)
         await self._run("write a record", self._put, key, value, ttl)
 
     async def add(self, key: str, value: bytes, ttl: float) -> bool:
@@ -190,7 +193,7 @@ class SQLiteKeyValue:
         ).fetchone()
         return row
 
-    def _store(self, db: sqlite3.Connection, key: str, value: bytes, ttl: float) -> None:
+    def _store(self, db: sqlite3.Connection, key: str, value: bytes, ttl: float | None) -> None:
         """Write a row (replacing any), after sweeping a batch of expired ones."""
         now = time.time()
         db.execute(
@@ -200,7 +203,7 @@ class SQLiteKeyValue:
         )
         db.execute(
             "INSERT OR REPLACE INTO keyvalue VALUES (?, ?, ?, ?)",
-            (self.namespace, key, value, now + ttl),
+            (self.namespace, key, value, math.inf if ttl is None else now + ttl),
         )
 
     def _get(self, key: str) -> bytes | None:
@@ -214,7 +217,7 @@ class SQLiteKeyValue:
         )
         return None if row is None else row[0]
 
-    def _put(self, key: str, value: bytes, ttl: float) -> None:
+    def _put(self, key: str, value: bytes, ttl: float | None) -> None:
         with self._write() as db:
             self._store(db, key, value, ttl)
 
