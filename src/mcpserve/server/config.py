@@ -19,6 +19,7 @@ from .._types import JSONDict
 from ..backends.buses import bus_from_url
 from ..protocol import constants as c
 from .bus import LocalBus, SubscriptionBus
+from .context.store import StateStores
 from .entries.cache import CachePolicy
 from .entries.catalogue import TagFilter
 from .entries.options import refuse_unknown
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # auth/ loads only with auth=; extensions/ sits above server/
     from ..auth.mounting import IssuesTokens
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
+    from ..backends.keyvalue import KeyValueStore
     from ..extensions.tasks.records import TaskStore
 
 logger = logging.getLogger("mcpserve")
@@ -69,6 +71,9 @@ class ServerOptions(TypedDict, total=False):
     include_tags: Iterable[str] | None
     exclude_tags: Iterable[str] | None
     tool_search: bool
+
+    # State that outlives a request (ctx.store)
+    store: KeyValueStore | str | None
 
 
 #: What an option is when ``Server(...)`` is not given it (the others default to None).
@@ -145,7 +150,16 @@ class ServerConfig:
             max_threads=self.max_threads,
             loop_watch=LoopWatch(o["blocking_warning_seconds"]),
             upstream_tokens=_upstream_tokens(o.get("auth")),
+            state_stores=self.state_stores(),
         )
+
+    def state_stores(self) -> StateStores:
+        """``store=`` (a store or a URL), else the shared Redis when there is one, else this
+        process's memory; keys under the server's name."""
+        chosen = self.options.get("store")  # not `or`: an empty MemoryKeyValue is falsy
+        if chosen is None:
+            chosen = self.redis_url or "memory://"
+        return StateStores(chosen, namespace=self.name)
 
     @property
     def versions(self) -> list[str]:

@@ -1,9 +1,9 @@
 """A server's life: its lifespan and everything that runs while it serves.
 
 ``server.running()`` starts, in order, the user's lifespan, the mounted servers, the
-subscription bus and the extensions, and stops them in reverse when the last of however
-many nested transports leaves. Serving several transports from one process (stdio and HTTP,
-or two HTTP apps) runs the lifespan once.
+subscription bus and the extensions, and stops them in reverse (then closes the store behind
+``ctx.store``) when the last of however many nested transports leaves. Serving several
+transports from one process (stdio and HTTP, or two HTTP apps) runs the lifespan once.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Lifecycle(Generic[S]):
     ) -> AsyncIterator[S]:
         if self.depth == 0:
             stack = AsyncExitStack()
+            stack.push_async_callback(self._runtime.aclose)  # last out: ctx.store's records
             try:
                 if lifespan is not None:
                     state = await stack.enter_async_context(lifespan(owner))

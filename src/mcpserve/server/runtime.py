@@ -1,6 +1,7 @@
 """What the requests of one server share while it serves, and all that a ``Context`` reads
 beyond its own request: the lifespan's state, whether client logging is on, how long a
-handshake-era client gets to answer a question, and the sealer of ``requestState``.
+handshake-era client gets to answer a question, the sealer of ``requestState``, the records
+behind ``ctx.store``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # the thread pool's module and requestState sealing load on f
     from concurrent.futures import ThreadPoolExecutor
 
     from ..protocol.request_state import StateSealer
+    from .context.store import StateStores
 
 #: Where a shared ``requestState`` key comes from when ``state_keys`` is not given.
 
@@ -44,6 +46,7 @@ class Runtime:
         "lifespan_state",
         "loop_watch",
         "max_threads",
+        "state_stores",
         "upstream_tokens",
     )
 
@@ -59,6 +62,7 @@ class Runtime:
         loop_watch: LoopWatch | None = None,
         max_threads: int = 4,
         upstream_tokens: UpstreamTokens | None = None,
+        state_stores: StateStores | None = None,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -83,6 +87,13 @@ class Runtime:
         self._pool: ThreadPoolExecutor | None = None
         #: Replacements of dependencies, by the function they replace (tests set them).
         self.dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] = {}
+        #: The records behind ``ctx.store`` (``context/store.py``), or None (a bare runtime).
+        self.state_stores = state_stores
+
+    async def aclose(self) -> None:
+        """Release what serving opened (the store behind ``ctx.store``, if made from a URL)."""
+        if self.state_stores is not None:
+            await self.state_stores.aclose()
 
     def thread_pool(self) -> ThreadPoolExecutor:
         """The bounded pool that runs ``blocking`` handlers, created on first use."""

@@ -208,6 +208,20 @@ def _describe(body: bytes) -> dict[str, Any]:
     return {}
 
 
+# ctx.store: a value kept by one instance, read by another
+@server.tool
+async def keep(ctx: Context, key: str, value: Any) -> str:
+    """Keep ``value`` for the caller; this pid."""
+    await ctx.store.set(key, value)
+    return str(os.getpid())
+
+
+@server.tool
+async def kept(ctx: Context, key: str) -> dict[str, Any]:
+    """The caller's value at ``key`` and this pid."""
+    return {"value": await ctx.store.get(key), "pid": os.getpid()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)

@@ -48,6 +48,7 @@ class RunningTask(Protocol):
 if TYPE_CHECKING:  # the HTTP request's view and the input questions load on first use
     from ..http_request import HTTPRequest
     from .input_requests import Elicit, ElicitResult, ListRoots, Root, Sample, SampleResult
+    from .store import StateStore, StoreScope
 
 _PYTHON_LEVELS = {
     "debug": logging.DEBUG,
@@ -195,6 +196,20 @@ class Context(Generic[StateT]):
                 "mcpserve.auth.providers): only a server its users log in to holds their tokens"
             )
         return await source.upstream_token(self.request.auth)
+
+    @property
+    def store(self) -> StateStore:
+        """State that outlives this request, kept per caller (``await ctx.store.get(key)``,
+        ``set(key, value, ttl=None)``, ``delete(key)``): see ``docs/state.md``."""
+        return self.store_for("principal")
+
+    def store_for(self, scope: StoreScope) -> StateStore:
+        """The records of another scope: ``"server"`` (every caller's), ``"session"`` (a
+        handshake-era session's) or ``"principal"`` (the caller's, as :attr:`store`)."""
+        stores = self.runtime.state_stores
+        if stores is None:
+            raise RuntimeError("ctx.store needs a server: this context has no store")
+        return stores.scoped(self.request, scope)
 
     def client_supports(self, capabilities: JSONDict) -> bool:
         """True when this request's client declared all of ``capabilities``."""

@@ -1,0 +1,251 @@
+"""``ctx.store``: state that outlives a request, on the wire.
+
+Over stdio and HTTP, in both eras (``four_wires.py``): a value set in one request is read in
+a later one, on a new connection; any JSON value; a default for what is absent; a life that
+passes; delete. Scopes: each principal its own (a caller without one is ``anonymous``),
+``"server"`` shared by all, ``"session"`` one handshake-era session's and refused in the
+2026-07-28 era. Bad keys and values get one clear line. Then the durable stores: two server
+processes on one SQLite file or one Redis read each other's records, the store a URL or
+the shared Redis picks, and the server closes what it opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from four_wires import WIRES, wire
+from mcpserve import Auth, Context, Server
+from mcpserve.backends.keyvalue import MemoryKeyValue
+from mcpserve.backends.redis.keyvalue import RedisKeyValue
+from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
+from mcpserve.server.context.store import MAX_VALUE_BYTES
+from redis_server import RedisServer
+from servers.state import state_server
+from wire_helpers import SERVERS, call, http_server_process, post
+
+VALUES: list[Any] = [{"theme": "dark", "sizes": [1, 2.5]}, [1, "two", None], "é✓", 0, True, None]
+
+
+def by_header(headers: Any) -> Auth | None:
+    """The caller named by ``X-User`` (a stand-in for a verified token)."""
+    user = headers.get("x-user")
+    return Auth(principal=user) if user else None
+
+
+def structured(result: dict[str, Any]) -> Any:
+    assert not result.get("isError"), result
+    return result["structuredContent"]["value"]
+
+
+@pytest.mark.parametrize("kind", WIRES)
+async def test_a_value_set_in_one_request_is_read_in_a_later_one(kind: str) -> None:
+    server = state_server()
+    async with wire(kind, server) as first:
+        for number, value in enumerate(VALUES):
+            assert (await first.call("remember", {"key": f"k{number}", "value": value}))[
+                "content"
+            ] == [{"type": "text", "text": "kept"}]
+    async with wire(kind, server) as second:  # a new connection: nothing kept there
+        for number, value in enumerate(VALUES):
+            assert structured(await second.call("recall", {"key": f"k{number}"})) == value
+        assert structured(await second.call("recall", {"key": "never"})) == "nothing"
+        await second.call("forget", {"key": "k0"})
+        assert structured(await second.call("recall", {"key": "k0"})) == "nothing"
+
+
+@pytest.mark.parametrize("kind", WIRES)
+async def test_a_value_set_with_a_ttl_is_gone_once_it_passes(kind: str) -> None:
+    server = state_server()
+    async with wire(kind, server) as connection:
+        await connection.call("remember", {"key": "brief", "value": 1, "ttl": 0.3})
+        await connection.call("remember", {"key": "kept", "value": 2})
+        assert structured(await connection.call("recall", {"key": "brief"})) == 1
+        await asyncio.sleep(0.6)
+        assert structured(await connection.call("recall", {"key": "brief"})) == "nothing"
+        assert structured(await connection.call("recall", {"key": "kept"})) == 2
+
+
+@pytest.mark.parametrize("kind", ["http-modern", "http-handshake"])
+async def test_each_principal_has_its_own_records_and_the_server_scope_is_shared(
+    kind: str,
+) -> None:
+    server = state_server()
+
+    def as_user(user: str) -> Any:
+        return wire(kind, server, authenticate=by_header, headers={"x-user": user})
+
+    async with as_user("ana") as ana, as_user("bo") as bo, as_user("ana:theme") as other:
+        await ana.call("remember", {"key": "theme", "value": "dark"})
+        await bo.call("remember", {"key": "theme", "value": "light"})
+        await ana.call("remember", {"key": "motd", "value": "hi", "scope": "server"})
+        await ana.call("remember", {"key": "theme:x", "value": "ana's"})
+        assert structured(await ana.call("recall", {"key": "theme"})) == "dark"
+        assert structured(await bo.call("recall", {"key": "theme"})) == "light"
+        # A principal that spells another's principal and key does not reach its record.
+        assert structured(await other.call("recall", {"key": "x"})) == "nothing"
+        for user in (ana, bo):
+            motd = await user.call("recall", {"key": "motd", "scope": "server"})
+            assert structured(motd) == "hi"
+        assert structured(await bo.call("recall", {"key": "motd"})) == "nothing"
+    async with as_user("ana") as again:  # a new connection (and session): the same records
+        assert structured(await again.call("recall", {"key": "theme"})) == "dark"
+
+
+@pytest.mark.parametrize("kind", WIRES)
+async def test_callers_without_a_principal_share_the_anonymous_records(kind: str) -> None:
+    server = state_server()
+    async with wire(kind, server) as one, wire(kind, server) as two:
+        await one.call("remember", {"key": "theme", "value": "dark"})
+        assert structured(await two.call("recall", {"key": "theme"})) == "dark"
+    records = server.runtime.state_stores
+    assert records is not None
+    assert isinstance(records.records, MemoryKeyValue)
+    assert await records.records.get("state:principal:anonymous:theme") == b'"dark"'
+
+
+@pytest.mark.parametrize("kind", ["stdio-handshake", "http-handshake"])
+async def test_a_session_scope_is_one_handshake_era_sessions(kind: str) -> None:
+    server = state_server()
+    async with wire(kind, server) as one, wire(kind, server) as two:
+        await one.call("remember", {"key": "step", "value": 1, "scope": "session"})
+        await two.call("remember", {"key": "step", "value": 2, "scope": "session"})
+        assert structured(await one.call("recall", {"key": "step", "scope": "session"})) == 1
+        assert structured(await two.call("recall", {"key": "step", "scope": "session"})) == 2
+
+
+@pytest.mark.parametrize("kind", ["stdio-modern", "http-modern"])
+async def test_a_session_scope_is_refused_in_the_2026_era_saying_what_to_use(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = state_server()
+    async with wire(kind, server) as connection:
+        with caplog.at_level(logging.ERROR, logger="mcpserve"):
+            result = await connection.call("recall", {"key": "step", "scope": "session"})
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith("Tool recall failed unexpectedly (ref ")
+    logged = [r for r in caplog.records if r.exc_info is not None]
+    assert str(logged[0].exc_info[1]).startswith(  # type: ignore[index]
+        "A 2026-07-28 request belongs to no session: keep state per user (ctx.store)"
+    )
+
+
+async def test_bad_keys_and_values_are_refused_with_one_line_and_nothing_is_written() -> None:
+    server = Server("state")
+    outcomes: list[str] = []
+
+    @server.tool
+    async def misuse(ctx: Context) -> list[str]:
+        attempts = [
+            ctx.store.set("big", "x" * MAX_VALUE_BYTES),
+            ctx.store.set("object", object()),
+            ctx.store.set("", 1),
+            ctx.store.get("k" * 513),
+            ctx.store.set("keys", {1: "a non-string key"}),
+        ]
+        for attempt in attempts:
+            try:
+                await attempt
+            except (TypeError, ValueError) as exc:
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+        with pytest.raises(ValueError, match=r"^Unknown store scope 'galaxy'"):
+            ctx.store_for("galaxy")  # type: ignore[arg-type]
+        return [await ctx.store.get(key, default="absent") for key in ("big", "object", "keys")]
+
+    async with wire("stdio-modern", server) as connection:
+        result = await connection.call("misuse")
+    assert result["structuredContent"] == ["absent"] * 3
+    assert outcomes[0] == (
+        f"ValueError: The value for 'big' is {MAX_VALUE_BYTES + 2} bytes of JSON; ctx.store "
+        f"keeps at most {MAX_VALUE_BYTES}: keep large data elsewhere and store a reference"
+    )
+    assert (
+        outcomes[1]
+        == "TypeError: ctx.store keeps JSON values; 'object': Type is not JSON serializable: object"
+    )
+    assert outcomes[2].startswith(
+        "ValueError: A ctx.store key is a non-empty string of at most 512"
+    )
+    assert outcomes[3].startswith("ValueError: A ctx.store key is a non-empty string")
+    assert outcomes[4].startswith("TypeError: ctx.store keeps JSON values; 'keys': ")
+    assert all("\n" not in outcome for outcome in outcomes)
+
+
+# -- which store, and on any instance ---------------------------------------------------------
+
+
+def test_the_store_is_memory_by_default_a_url_or_object_when_given_and_redis_when_shared(
+    tmp_path: Path,
+) -> None:
+    def records(**options: Any) -> Any:
+        stores = Server("state", **options).runtime.state_stores
+        assert stores is not None
+        return stores.records
+
+    assert isinstance(records(), MemoryKeyValue)
+    given = MemoryKeyValue()
+    assert records(store=given) is given
+    sqlite = records(store=f"sqlite:///{tmp_path / 'state.db'}")
+    assert isinstance(sqlite, SQLiteKeyValue)
+    assert sqlite.namespace == "state"
+    shared = records(redis_url="redis://127.0.0.1:6379/3")
+    assert isinstance(shared, RedisKeyValue)
+    assert (shared.url, shared.namespace) == ("redis://127.0.0.1:6379/3", "state")
+    chosen = records(redis_url="redis://127.0.0.1:6379/3", store="memory://")
+    assert isinstance(chosen, MemoryKeyValue)
+
+
+async def test_a_server_closes_the_store_it_opened_when_it_stops(tmp_path: Path) -> None:
+    server = state_server(store=f"sqlite:///{tmp_path / 'state.db'}")
+    async with server.running():
+        async with wire("stdio-modern", server) as connection:
+            await connection.call("remember", {"key": "k", "value": 1})
+        stores = server.runtime.state_stores
+        assert stores is not None
+        opened = stores.records
+        assert isinstance(opened, SQLiteKeyValue)
+        assert opened._executor is not None
+    assert opened._executor is None  # its thread and connection are gone
+
+
+async def _call(client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> Any:
+    return (await post(client, call(1, tool, arguments))).result
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_two_server_processes_on_one_store_read_each_others_records(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "redis":
+        redis: RedisServer = request.getfixturevalue("redis")
+        # The shared Redis alone (MCPSERVE_REDIS_URL) picks the store.
+        env = {"MCPSERVE_REDIS_URL": redis.url, "MCPSERVE_TEST_STATE_NAME": f"s-{uuid.uuid4().hex}"}
+    else:
+        env = {"MCPSERVE_TEST_STORE": f"sqlite:///{tmp_path / 'state.db'}"}
+    args = [sys.executable, str(SERVERS / "state.py")]
+    with (
+        http_server_process(tmp_path, args=args, env=env) as one,
+        http_server_process(tmp_path, args=args, env=env) as two,
+    ):
+        async with (
+            httpx2.AsyncClient(base_url=one.url.removesuffix("/mcp"), timeout=15) as a,
+            httpx2.AsyncClient(base_url=two.url.removesuffix("/mcp"), timeout=15) as b,
+        ):
+            pids = {(await _call(a, "pid", {}))["structuredContent"],
+                    (await _call(b, "pid", {}))["structuredContent"]}  # fmt: skip
+            assert len(pids) == 2
+            await _call(a, "remember", {"key": "theme", "value": {"dark": True}})
+            await _call(b, "remember", {"key": "motd", "value": "hi", "scope": "server"})
+            assert structured(await _call(b, "recall", {"key": "theme"})) == {"dark": True}
+            motd = await _call(a, "recall", {"key": "motd", "scope": "server"})
+            assert structured(motd) == "hi"
+            await _call(b, "forget", {"key": "theme"})
+            assert structured(await _call(a, "recall", {"key": "theme"})) == "nothing"
