@@ -22,7 +22,7 @@ from .bus import LocalBus, SubscriptionBus
 from .context.store import StateStores
 from .entries.cache import CachePolicy
 from .entries.catalogue import TagFilter
-from .entries.options import refuse_unknown
+from .entries.options import check_timeout, refuse_unknown
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .registry import Registry
 from .runtime import AnswersWithoutState, Runtime, UpstreamTokens
@@ -72,8 +72,9 @@ class ServerOptions(TypedDict, total=False):
     exclude_tags: Iterable[str] | None
     tool_search: bool
 
-    # State that outlives a request (ctx.store)
+    # State that outlives a request (ctx.store), and the tools' default timeout
     store: KeyValueStore | str | None
+    tool_timeout: float | None
 
 
 #: What an option is when ``Server(...)`` is not given it (the others default to None).
@@ -90,6 +91,8 @@ DEFAULTS: ServerOptions = {
     "raise_exceptions": False,
     # The catalogue
     "tool_search": False,
+    # State that outlives a request (ctx.store), and the tools' default timeout
+    "tool_timeout": None,
 }
 
 
@@ -151,6 +154,7 @@ class ServerConfig:
             loop_watch=LoopWatch(o["blocking_warning_seconds"]),
             upstream_tokens=_upstream_tokens(o.get("auth")),
             state_stores=self.state_stores(),
+            tool_timeout=check_timeout(o["tool_timeout"], "Server(tool_timeout=...)"),
         )
 
     def state_stores(self) -> StateStores:

@@ -1,7 +1,7 @@
 """What the requests of one server share while it serves, and all that a ``Context`` reads
 beyond its own request: the lifespan's state, whether client logging is on, how long a
 handshake-era client gets to answer a question, the sealer of ``requestState``, the records
-behind ``ctx.store``.
+behind ``ctx.store`` and the tools' default timeout.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class Runtime:
         "loop_watch",
         "max_threads",
         "state_stores",
+        "tool_timeout",
         "upstream_tokens",
     )
 
@@ -63,6 +64,7 @@ class Runtime:
         max_threads: int = 4,
         upstream_tokens: UpstreamTokens | None = None,
         state_stores: StateStores | None = None,
+        tool_timeout: float | None = None,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -89,6 +91,8 @@ class Runtime:
         self.dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] = {}
         #: The records behind ``ctx.store`` (``context/store.py``), or None (a bare runtime).
         self.state_stores = state_stores
+        #: Seconds an awaited tool may run unless it names its own ``timeout=``; None: no limit.
+        self.tool_timeout = tool_timeout
 
     async def aclose(self) -> None:
         """Release what serving opened (the store behind ``ctx.store``, if made from a URL)."""

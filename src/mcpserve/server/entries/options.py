@@ -9,6 +9,7 @@ make of a tool (a task, an app); :class:`ResourceOptions` is a resource's or a t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from math import inf
 from typing import Literal, TypedDict
 
 from ..._types import JSONDict
@@ -49,6 +50,12 @@ class ToolFields(Options, total=False):
     #: ("sealed", default), or the "handler" (``ctx.raw_request_state`` in, verbatim
     #: ``ctx.set_raw_request_state`` out; nothing verified).
     request_state: Literal["sealed", "handler"]
+    #: Seconds a call may run before it is cancelled and answered with a tool error naming
+    #: the limit (a task fails); overrides ``Server(tool_timeout=...)``. A plain function
+    #: given one runs in the thread pool, where it cannot hold the event loop past it.
+    timeout: float | None
+    #: Calls run at once in this process; more wait their turn (None: no limit).
+    max_concurrency: int | None
 
 
 class ToolOptions(ToolFields, total=False):
@@ -78,6 +85,15 @@ class ResourceOptions(Options, total=False):
 
 #: What an option is when it is not given (the others are None).
 DEFAULTS: Mapping[str, object] = {"scopes": (), "request_state": "sealed"}
+
+
+def check_timeout(timeout: float | None, what: str) -> float | None:
+    """A timeout is a positive, finite number of seconds, or None for none."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < inf:
+        raise ValueError(f"{what}: a timeout is a positive number of seconds, not {timeout!r}")
+    return float(timeout)
 
 
 def refuse_unknown(options: Mapping[str, object], record: type, what: str) -> None:

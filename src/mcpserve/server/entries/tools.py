@@ -12,18 +12,30 @@ Failures split three ways (``docs/decisions.md``, "Tool errors"):
   details only in the server log;
 * protocol errors (:class:`MCPError`, such as a missing client capability) stay JSON-RPC
   errors.
+
+A call that is awaited (``async def``, ``blocking``) may be bounded (``docs/state.md``,
+"Timeouts"; ``docs/decisions.md``, "A timeout a function cannot obey"): past ``timeout``
+seconds (the tool's own, else ``Server(tool_timeout=...)``) it is cancelled and answered
+with a tool error naming the limit, and past ``max_concurrency`` calls at once in this
+process the next waits its turn (the timeout counts from when it runs). A plain function
+runs inline, where nothing can interrupt it, so the server's default leaves it be; given
+its own ``timeout=`` it runs in the thread pool, where the answer is on time though the
+thread finishes on its own (its ``ctx.cancelled`` says to stop).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import pydantic
 from typing_extensions import Unpack
 
 from ..._content import ContentBlock, is_content_block, json_text, json_value, text, to_blocks
-from ..._types import JSONDict, UserFunction
+from ..._invoking import is_async
+from ..._types import JSONDict, Result, UserFunction
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.errors import InternalError, MissingClientCapability, ToolError, new_ref
 from ...protocol.handshake import wraps_output
@@ -36,7 +48,7 @@ from ..schema.signature import inspect_output, unchecked_output
 from .catalogue import catalogue_meta
 from .entry import FunctionEntry, InvalidArguments, Pool, called_name, list_entry
 from .kinds import TOOL_NAME, TaskMode, error_result
-from .options import ToolFields, refuse_unknown
+from .options import ToolFields, check_timeout, refuse_unknown
 
 if TYPE_CHECKING:  # compose/ sits above server/
     from ...compose.transform import ToolChanges, TransformedTool
@@ -82,13 +94,16 @@ class Tool(FunctionEntry):
     task_mode: TaskMode | None = None
 
     __slots__ = (
+        "_turns",
         "header_params",
         "header_types",
+        "max_concurrency",
         "output",
         "output_check",
         "raw_schema",
         "request_state",
         "requires",
+        "timeout",
     )
 
     def __init__(self, fn: UserFunction, *, pool: Pool, **options: Unpack[ToolFields]) -> None:
@@ -112,6 +127,19 @@ class Tool(FunctionEntry):
             raise ValueError(
                 f'Tool {name!r}: request_state must be "sealed" or "handler", not {request_state!r}'
             )
+        #: Seconds a call may run (None: the server's default, if any).
+        self.timeout = check_timeout(options.get("timeout"), f"Tool {name!r}")
+        #: Calls that run at once in this process (None: no limit).
+        self.max_concurrency = _concurrency(options.get("max_concurrency"), name)
+        self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        if self.timeout is not None and not is_async(fn):
+            if blocking is False:
+                raise ValueError(
+                    f"Tool {name!r}: a plain function run on the event loop cannot be "
+                    "interrupted, so it cannot have a timeout: drop blocking=False, or make it "
+                    "async"
+                )
+            blocking = True  # off the loop, so the answer can come at its timeout
         super().__init__(fn, name, pool=pool, blocking=blocking, scopes=scopes)
         #: Who keeps the requestState of its rounds: mcpserve ("sealed") or the function.
         self.request_state: RequestStateKeeper = request_state
@@ -162,6 +190,59 @@ class Tool(FunctionEntry):
         return ToolTransform(changes).apply(self)
 
     # -- one call (the steps are FunctionEntry's) ---------------------------------------------
+
+    def run(self, arguments: Any, ctx: Context) -> Result | Awaitable[Result]:
+        answer = super().run(arguments, ctx)
+        if isinstance(answer, dict):  # answered already: inline, or refused before running
+            return answer
+        timeout = self.timeout if self.timeout is not None else ctx.runtime.tool_timeout
+        if timeout is None and self.max_concurrency is None:
+            return answer
+        return self._bounded(answer, seconds=timeout, ctx=ctx)
+
+    async def _bounded(
+        self, answer: Awaitable[Result], *, seconds: float | None, ctx: Context
+    ) -> Result:
+        turns = self._turn_keeper()
+        if turns is not None:
+            try:
+                await turns.acquire()
+            except BaseException:  # cancelled while waiting its turn: it never runs
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+                raise
+        try:
+            limit = asyncio.timeout(seconds)
+            try:
+                async with limit:
+                    return await answer
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+            ctx.mark_cancelled()  # a thread still running reads ctx.cancelled
+            return self._timed_out(seconds, ctx)
+        finally:
+            if turns is not None:
+                turns.release()
+
+    def _turn_keeper(self) -> asyncio.Semaphore | None:
+        """This process's places for concurrent calls (one set per event loop)."""
+        if self.max_concurrency is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._turns is None or self._turns[0] is not loop:
+            self._turns = (loop, asyncio.Semaphore(self.max_concurrency))
+        return self._turns[1]
+
+    def _timed_out(self, timeout: float | None, ctx: Context) -> Result:
+        message = (
+            f"Tool {called_name(ctx, self.key)} did not finish within its timeout of "
+            f"{timeout:g} seconds and was cancelled"
+        )
+        if ctx.task is not None:  # a task fails, with the reason as its error
+            raise InternalError(message)
+        return error_result(message)
 
     def admit(self, arguments: Any, ctx: Context) -> Any:
         if self.requires:
@@ -254,6 +335,12 @@ class Tool(FunctionEntry):
             why,
         )
         return InternalError(f"Tool {name} returned an invalid result (ref {ref})")
+
+
+def _concurrency(limit: int | None, name: str) -> int | None:
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise ValueError(f"Tool {name!r}: max_concurrency is a whole number of calls (1 or more)")
+    return limit
 
 
 def _is_call_tool_result(value: Any) -> bool:
