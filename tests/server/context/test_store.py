@@ -29,7 +29,7 @@ from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
 from mcpserve.server.context.store import MAX_VALUE_BYTES
 from redis_server import RedisServer
 from servers.state import state_server
-from wire_helpers import SERVERS, call, http_server_process, post
+from wire_helpers import SERVERS, call, free_port, http_server_process, post
 
 VALUES: list[Any] = [{"theme": "dark", "sizes": [1, 2.5]}, [1, "two", None], "é✓", 0, True, None]
 
@@ -176,6 +176,25 @@ async def test_bad_keys_and_values_are_refused_with_one_line_and_nothing_is_writ
     assert outcomes[3].startswith("ValueError: A ctx.store key is a non-empty string")
     assert outcomes[4].startswith("TypeError: ctx.store keeps JSON values; 'keys': ")
     assert all("\n" not in outcome for outcome in outcomes)
+
+
+@pytest.mark.parametrize("kind", WIRES)
+async def test_a_store_that_cannot_be_reached_is_a_tool_error_to_try_again(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = state_server(store=f"redis://127.0.0.1:{free_port()}/0")
+    async with server.running(), wire(kind, server) as connection:
+        with caplog.at_level(logging.WARNING):
+            calls = [("remember", {"key": "k", "value": 1}), ("recall", {"key": "k"}),
+                     ("forget", {"key": "k"})]  # fmt: skip
+            for tool, arguments in calls:
+                result = await connection.call(tool, arguments)
+                assert result["isError"] is True
+                assert result["content"] == [{"type": "text", "text":
+                    "The server's state store cannot be reached; try again shortly"}]  # fmt: skip
+    noted = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.name for r in noted] == ["mcpserve.keyvalue"]  # once per outage, no traceback
+    assert noted[0].exc_info is None
 
 
 # -- which store, and on any instance ---------------------------------------------------------

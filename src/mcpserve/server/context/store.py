@@ -21,7 +21,10 @@ Each key is namespaced by its scope, so one tool's ``"theme"`` is one record per
 
 The store's own namespace is the server's name (Redis keys ``mcpserve:{<name>}:kv:state:...``),
 so two servers on one Redis keep apart; ``docs/decisions.md``, "State that outlives a
-request", records why the project's own store is used rather than a library's.
+request", records why the project's own store is used rather than a library's. When the
+store cannot be reached, each operation raises :class:`StateStoreUnavailable`, a
+:class:`~mcpserve.ToolError`: a tool's caller reads that it may try again shortly, and
+the store's own log says once per outage what failed.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from urllib.parse import quote
 import orjson
 
 from ..._types import JSONValue
+from ...backends.keyvalue_rules import StoreUnavailable
+from ...protocol.errors import ToolError
 
 if TYPE_CHECKING:
     from ...backends.keyvalue import KeyValueStore
@@ -50,6 +55,13 @@ MAX_KEY_CHARS = 512
 # A handshake-era session over stdio (or in memory) has no id on the wire: it gets one here,
 # for as long as the session object lives.
 _SESSION_IDS: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+
+class StateStoreUnavailable(ToolError):
+    """The store behind ``ctx.store`` cannot be reached; the operation may not have happened."""
+
+    def __init__(self) -> None:
+        super().__init__("The server's state store cannot be reached; try again shortly")
 
 
 class StateStore:
@@ -69,7 +81,10 @@ class StateStore:
 
     async def get(self, key: str, default: JSONValue = None) -> JSONValue:
         """The value at ``key``, or ``default`` when there is none (or it expired)."""
-        raw = await self._records.get(self._key(key))
+        try:
+            raw = await self._records.get(self._key(key))
+        except StoreUnavailable:
+            raise StateStoreUnavailable() from None
         return default if raw is None else orjson.loads(raw)
 
     async def set(self, key: str, value: JSONValue, ttl: float | None = None) -> None:
@@ -84,11 +99,17 @@ class StateStore:
                 f"The value for {key[:60]!r} is {len(raw)} bytes of JSON; ctx.store keeps at "
                 f"most {MAX_VALUE_BYTES}: keep large data elsewhere and store a reference"
             )
-        await self._records.put(self._key(key), raw, ttl)
+        try:
+            await self._records.put(self._key(key), raw, ttl)
+        except StoreUnavailable:
+            raise StateStoreUnavailable() from None
 
     async def delete(self, key: str) -> None:
         """Forget ``key`` (nothing happens when there is nothing there)."""
-        await self._records.delete(self._key(key))
+        try:
+            await self._records.delete(self._key(key))
+        except StoreUnavailable:
+            raise StateStoreUnavailable() from None
 
     def _key(self, key: str) -> str:
         if type(key) is not str or not key or len(key) > MAX_KEY_CHARS:
