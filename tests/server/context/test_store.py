@@ -4,14 +4,17 @@ Over stdio and HTTP, in both eras (``four_wires.py``): a value set in one reques
 a later one, on a new connection; any JSON value; a default for what is absent; a life that
 passes; delete. Scopes: each principal its own (a caller without one is ``anonymous``),
 ``"server"`` shared by all, ``"session"`` one handshake-era session's and refused in the
-2026-07-28 era. Bad keys and values get one clear line. Then the durable stores: two server
-processes on one SQLite file or one Redis read each other's records, the store a URL or
-the shared Redis picks, and the server closes what it opened.
+2026-07-28 era. Bad keys and values get one clear line; a store away is a tool error to
+try again. Then the durable stores: two server processes on one SQLite file or one Redis
+read each other's records over HTTP, a stdio process reads what an earlier one kept (and
+times out a slow tool) in both eras, the store a URL or the shared Redis picks, and the
+server closes what it opened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import uuid
@@ -22,6 +25,7 @@ import httpx2
 import pytest
 
 from four_wires import WIRES, wire
+from legacy_schema import initialize_message
 from mcpserve import Auth, Context, Server
 from mcpserve.backends.keyvalue import MemoryKeyValue
 from mcpserve.backends.redis.keyvalue import RedisKeyValue
@@ -29,7 +33,15 @@ from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
 from mcpserve.server.context.store import MAX_VALUE_BYTES
 from redis_server import RedisServer
 from servers.state import state_server
-from wire_helpers import SERVERS, call, free_port, http_server_process, post
+from wire_helpers import (
+    SERVERS,
+    StdioProcess,
+    call,
+    free_port,
+    http_server_process,
+    post,
+    stdio_server,
+)
 
 VALUES: list[Any] = [{"theme": "dark", "sizes": [1, 2.5]}, [1, "two", None], "é✓", 0, True, None]
 
@@ -268,3 +280,49 @@ async def test_two_server_processes_on_one_store_read_each_others_records(
             assert structured(motd) == "hi"
             await _call(b, "forget", {"key": "theme"})
             assert structured(await _call(a, "recall", {"key": "theme"})) == "nothing"
+
+
+async def _stdio_call(process: StdioProcess, request_id: int, message: dict[str, Any]) -> Any:
+    """Write one line; the answer with ``request_id``, read as raw JSON lines."""
+    await process.write(json.dumps(message).encode() + b"\n")
+    while True:
+        line = await process.read_line()
+        assert line, process.stderr.decode(errors="replace")
+        answer = json.loads(line)
+        if answer.get("id") == request_id:
+            return answer
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_stdio_processes_read_what_an_earlier_one_kept_and_time_out_a_slow_tool(
+    era: str, tmp_path: Path
+) -> None:
+    env = {"MCPSERVE_TEST_STORE": f"sqlite:///{tmp_path / 'state.db'}"}
+    args = [sys.executable, str(SERVERS / "state.py")]
+
+    def message(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if era == "2026-07-28":
+            return call(request_id, tool, arguments)
+        params = {"name": tool, "arguments": arguments}
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+    async def started(process: StdioProcess) -> StdioProcess:
+        if era != "2026-07-28":
+            assert "result" in await _stdio_call(process, 0, initialize_message(version=era))
+            await process.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        return process
+
+    async with stdio_server(args, env=env) as first:
+        await started(first)
+        kept = await _stdio_call(first, 1, message(1, "remember", {"key": "k", "value": [1]}))
+        assert kept["result"]["content"] == [{"type": "text", "text": "kept"}]
+    async with stdio_server(args, env=env) as second:  # a new process: the record is still there
+        await started(second)
+        recalled = await _stdio_call(second, 2, message(2, "recall", {"key": "k"}))
+        assert recalled["result"]["structuredContent"] == {"value": [1]}
+        slow = await _stdio_call(second, 3, message(3, "slow", {}))
+    assert slow["result"]["isError"] is True
+    assert slow["result"]["content"][0]["text"] == (
+        "Tool slow did not finish within its timeout of 0.3 seconds and was cancelled"
+    )

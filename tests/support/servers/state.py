@@ -3,6 +3,7 @@ as a script (``MCPSERVE_TEST_STORE``: the store's URL; HTTP when a port is given
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -31,6 +32,11 @@ def state_server(name: str = "state", **options: Any) -> Server:
     async def forget(ctx: Context, key: str) -> str:
         await ctx.store.delete(key)
         return "forgotten"
+
+    @server.tool(timeout=0.3)
+    async def slow() -> str:
+        await asyncio.sleep(60)
+        return "done"
 
     @server.tool
     def pid() -> int:
