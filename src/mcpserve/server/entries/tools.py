@@ -213,6 +213,8 @@ class Tool(FunctionEntry):
                     close()
                 raise
         try:
+            if seconds is None:
+                return await answer
             limit = asyncio.timeout(seconds)
             try:
                 async with limit:
