@@ -24,6 +24,11 @@ from wire_helpers import TIMEOUT, asgi_client, post
 from wire_helpers import call as modern_call
 
 LIMIT = 0.3
+TASKS_META = {
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    }
+}
 #: Longer than any test waits: a call that sleeps this long is only ended by its limit.
 FOREVER = 60.0
 
@@ -186,28 +191,58 @@ async def test_a_task_past_its_timeout_fails_naming_the_limit() -> None:
         await asyncio.sleep(FOREVER)
         return "done"
 
-    capabilities = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-    meta = {"io.modelcontextprotocol/clientCapabilities": capabilities}
     async with server.running(), asgi_client(server.http_app()) as http:
         message = modern_call(1, "long_job", {})
-        message["params"]["_meta"].update(meta)
+        message["params"]["_meta"].update(TASKS_META)
         created = (await post(http, message)).result
         assert created["resultType"] == "task"
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            get = modern_call(2, "x", {})
-            get["method"] = "tasks/get"
-            get["params"] = {"taskId": created["taskId"], "_meta": get["params"]["_meta"]}
-            get["params"]["_meta"].update(meta)
-            task = (await post(http, get)).result
-            if task["status"] != "working":
-                break
-            assert time.monotonic() < deadline, task
-            await asyncio.sleep(0.02)
+        task = await _task_end(http, created["taskId"])
     assert task["status"] == "failed"
     assert task["statusMessage"] == (
         "Tool long_job did not finish within its timeout of 0.3 seconds and was cancelled"
     )
+
+
+async def test_tasks_past_max_concurrency_wait_their_turn() -> None:
+    server = Server("limits")
+    counts = {"now": 0, "most": 0}
+
+    @server.tool(task="optional", max_concurrency=1)
+    async def one_at_a_time(n: int) -> str:
+        counts["now"] += 1
+        counts["most"] = max(counts["most"], counts["now"])
+        await asyncio.sleep(0.05)
+        counts["now"] -= 1
+        return f"job {n}"
+
+    async with server.running(), asgi_client(server.http_app()) as http:
+        created = []
+        for n in range(3):
+            message = modern_call(n, "one_at_a_time", {"n": n})
+            message["params"]["_meta"].update(TASKS_META)
+            created.append((await post(http, message)).result["taskId"])
+        finished = [await _task_end(http, task_id) for task_id in created]
+    assert [task["status"] for task in finished] == ["completed"] * 3
+    assert [task["result"]["content"][0]["text"] for task in finished] == [
+        "job 0",
+        "job 1",
+        "job 2",
+    ]
+    assert counts == {"now": 0, "most": 1}
+
+
+async def _task_end(http: Any, task_id: str) -> dict[str, Any]:
+    """tasks/get until the task is no longer working (bounded)."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        get = modern_call(0, "unused", {})
+        get["method"] = "tasks/get"
+        get["params"] = {"taskId": task_id, "_meta": {**get["params"]["_meta"], **TASKS_META}}
+        task: dict[str, Any] = (await post(http, get)).result
+        if task["status"] != "working":
+            return task
+        assert time.monotonic() < deadline, task
+        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, "1", True])
