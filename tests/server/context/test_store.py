@@ -31,7 +31,7 @@ from mcpserve.backends.keyvalue import MemoryKeyValue
 from mcpserve.backends.redis.keyvalue import RedisKeyValue
 from mcpserve.backends.sqlite.keyvalue import SQLiteKeyValue
 from mcpserve.server.context.store import MAX_VALUE_BYTES
-from redis_server import RedisServer
+from redis_server import REDIS_PARAM, RedisServer
 from servers.state import state_server
 from wire_helpers import (
     SERVERS,
@@ -251,7 +251,7 @@ async def _call(client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend", ["sqlite", REDIS_PARAM])
 async def test_two_server_processes_on_one_store_read_each_others_records(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
