@@ -233,6 +233,13 @@ def test_the_store_is_memory_by_default_a_url_or_object_when_given_and_redis_whe
     assert isinstance(chosen, MemoryKeyValue)
 
 
+def test_a_store_url_that_names_no_store_is_refused_when_the_server_is_made() -> None:
+    with pytest.raises(ValueError, match=r"^Unknown store 'postgres://db/state': use memory://"):
+        Server("state", store="postgres://db/state")
+    with pytest.raises(ValueError, match=r"^sqlite:// needs a path"):
+        Server("state", store="sqlite://")
+
+
 async def test_a_server_closes_the_store_it_opened_when_it_stops(tmp_path: Path) -> None:
     server = state_server(store=f"sqlite:///{tmp_path / 'state.db'}")
     async with server.running():

@@ -52,6 +52,9 @@ MAX_VALUE_BYTES = 1_000_000
 #: The longest key a handler may name (the scope's prefix comes on top).
 MAX_KEY_CHARS = 512
 
+#: The URLs whose store connects (and loads redis-py) when made: made on first use.
+_CONNECTS = ("redis://", "rediss://", "unix://")
+
 # A handshake-era session over stdio (or in memory) has no id on the wire: it gets one here,
 # for as long as the session object lives.
 _SESSION_IDS: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
@@ -127,6 +130,8 @@ class StateStores:
         self._chosen = chosen
         self._namespace = namespace
         self._records: KeyValueStore | None = None
+        if isinstance(chosen, str) and not chosen.startswith(_CONNECTS):
+            _ = self.records  # memory and SQLite cost nothing to make, and a bad URL fails now
 
     @property
     def records(self) -> KeyValueStore:
