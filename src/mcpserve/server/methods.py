@@ -31,7 +31,13 @@ from typing_extensions import Unpack
 from .._types import JSONDict, Result
 from ..protocol import constants as c
 from ..protocol.core import Answer, Handler, answered
-from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
+from ..protocol.errors import (
+    InsufficientScope,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ResourceNotFound,
+)
 from ..protocol.handshake import Session
 from ..protocol.pagination import paginate
 from .context.context import Context
@@ -150,6 +156,7 @@ def _synchronous_resource(found: FoundResource) -> bool:
 
 #: The scopes a found tool or prompt requires; a resource's, from what ``find_resource`` found.
 _scopes = operator.attrgetter("scopes")
+_NO_SCOPES: frozenset[str] = frozenset()
 
 
 def _resource_scopes(found: FoundResource) -> frozenset[str]:
@@ -186,7 +193,10 @@ class Methods:
             "subscriptions/listen": modern(self.subscriptions.listen),
             "tools/list": both(self.tools_list, inline=True),
             "tools/call": both(
-                self.tools_call, inline=_synchronous, resolve=self.find_tool, scopes=_scopes
+                self.tools_call,
+                inline=_synchronous,
+                resolve=self.find_tool,
+                scopes=self.unless_guarded(_scopes),
             ),
             "resources/list": both(self.resources_list, inline=True),
             "resources/templates/list": both(self.templates_list, inline=True),
@@ -194,11 +204,14 @@ class Methods:
                 self.resources_read,
                 inline=_synchronous_resource,
                 resolve=self.find_resource,
-                scopes=_resource_scopes,
+                scopes=self.unless_guarded(_resource_scopes),
             ),
             "prompts/list": both(self.prompts_list, inline=True),
             "prompts/get": both(
-                self.prompts_get, inline=_synchronous, resolve=self.find_prompt, scopes=_scopes
+                self.prompts_get,
+                inline=_synchronous,
+                resolve=self.find_prompt,
+                scopes=self.unless_guarded(_scopes),
             ),
             "completion/complete": both(self.complete),
             "ping": handshake(_pong, inline=True),
@@ -207,6 +220,19 @@ class Methods:
             "resources/subscribe": handshake(self.subscribe, inline=True),
             "resources/unsubscribe": handshake(self.subscribe, inline=True),
         }
+
+    def unless_guarded(
+        self, scopes: Callable[[Any], frozenset[str]]
+    ) -> Callable[[Any], frozenset[str]]:
+        """The scopes the dispatcher checks before the handler, or none while a visibility
+        rule is set: then the rule is asked first and the scopes after (:meth:`if_shown`), so
+        that an entry hidden from a caller is unknown to it, whatever scopes it holds."""
+        registry = self.registry
+
+        def needed(target: Any) -> frozenset[str]:
+            return _NO_SCOPES if registry.visibility is not None else scopes(target)
+
+        return needed
 
     def list_page(
         self, kind: ListedKind, key: str, ctx: Context, more: list[JSONDict] | None = None
@@ -285,7 +311,8 @@ class Methods:
             # The tool's own answer, not a coroutine around it: one frame less on every await.
             return tool.run(arguments, ctx)
         unknown = InvalidParams(f"Unknown tool: {tool.name[:100]}")
-        return self.if_shown(ctx, "tool", tool.wire, unknown, lambda: tool.run(arguments, ctx))
+        run = lambda: tool.run(arguments, ctx)  # noqa: E731
+        return self.if_shown(ctx, "tool", tool.wire, unknown, run, tool.scopes)
 
     def if_shown(
         self,
@@ -294,12 +321,23 @@ class Methods:
         wire: JSONDict,
         unknown: Exception,
         answer: Callable[[], Result | Awaitable[Result]],
+        needed: frozenset[str] = frozenset(),
     ) -> Result | Awaitable[Result]:
-        """``answer()`` when the visibility rule shows the caller this entry; otherwise the
-        error an unknown name gets, before anything of the entry runs."""
+        """``answer()`` when the visibility rule shows the caller this entry and the caller
+        holds the ``needed`` scopes (:meth:`unless_guarded` left them to be checked here);
+        otherwise the error an unknown name gets, or the 403's, before the entry runs."""
         rule = self.registry.visibility
         assert rule is not None
-        guarded: Result | Awaitable[Result] = rule.guarded(ctx, kind, wire, unknown, answer)
+        checked = answer
+        if needed:
+
+            def checked() -> Result | Awaitable[Result]:
+                missing = ctx.request.auth.missing(needed)
+                if missing:
+                    raise InsufficientScope(needed, missing)
+                return answer()
+
+        guarded: Result | Awaitable[Result] = rule.guarded(ctx, kind, wire, unknown, checked)
         return guarded
 
     # -- resources -----------------------------------------------------------------------
@@ -360,7 +398,7 @@ class Methods:
         uri = _string_param(ctx.request.params, "uri")
         finish = self.with_cache_fields(resource, ctx)
         read = lambda: _then(resource.run(variables, ctx), finish)  # noqa: E731
-        return self.if_shown(ctx, kind, resource.wire, ResourceNotFound(uri), read)
+        return self.if_shown(ctx, kind, resource.wire, ResourceNotFound(uri), read, resource.scopes)
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -391,7 +429,7 @@ class Methods:
             return prompt.run(arguments, ctx)
         unknown = InvalidParams(f"Unknown prompt: {prompt.name[:100]}")
         return self.if_shown(
-            ctx, "prompt", prompt.wire, unknown, lambda: prompt.run(arguments, ctx)
+            ctx, "prompt", prompt.wire, unknown, lambda: prompt.run(arguments, ctx), prompt.scopes
         )
 
     # -- completions ---------------------------------------------------------------------

@@ -276,3 +276,38 @@ async def test_completions_of_a_prompt_the_rule_hides_are_unknown() -> None:
     boss = await server.handle(message("completion/complete", params), auth=Auth("boss"))
     assert boss is not None
     assert boss["result"]["completion"]["values"] == ["small"]
+
+
+async def test_a_tool_hidden_from_a_caller_is_unknown_to_it_whatever_its_scopes() -> None:
+    server = Server("catalogue")
+
+    @server.tool(scopes=["admin"], tags={"admin"})
+    def reset() -> str:
+        return "reset"
+
+    @server.tool(scopes=["reports"])
+    def report() -> str:
+        return "report"
+
+    @server.visibility
+    def staff_only(ctx: Any, component: Any) -> bool:
+        return "admin" not in component.tags or ctx.principal == "staff"
+
+    async def called(principal: str, name: str) -> dict[str, Any]:
+        request = message("tools/call", {"name": name, "arguments": {}})
+        response = await server.handle(request, auth=Auth(principal, frozenset()))
+        assert response is not None
+        return response
+
+    # Hidden and lacking its scope: unknown, as if it did not exist (never the scope error,
+    # which would tell the caller it does).
+    hidden = await called("guest", "reset")
+    assert hidden["error"]["code"] == -32602
+    assert hidden["error"]["message"] == "Unknown tool: reset"
+    # Shown but lacking its scope: the scope error, as without a rule.
+    for principal, name in (("staff", "reset"), ("guest", "report")):
+        refused = await called(principal, name)
+        assert refused["error"]["code"] == c.INSUFFICIENT_SCOPE, refused
+        assert refused["error"]["data"]["requiredScopes"] == [
+            (name == "reset" and "admin") or "reports"
+        ]
