@@ -145,3 +145,18 @@ async def test_a_plain_middleware_function_still_needs_no_added_to(connect: Any)
 
     async with connect(server) as client:
         assert (await client.call_tool("work", {}))["content"][0]["text"] == "done"
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_key_client_gives_each_client_address_its_own_bucket(
+    era: str, tmp_path: Path
+) -> None:
+    async with serving("http", tmp_path, MCPSERVE_TEST_MIDDLEWARE="rate-client") as open_peer:
+        here, there = await open_peer(era, "127.0.0.1"), await open_peer(era, "127.0.0.2")
+        assert [(await here.call("record", key="d")).text for _ in range(2)] == ["d #1", "d #2"]
+        refused = await here.call("record", key="d")
+        assert refused.status == 429
+        assert refused.error["code"] == -32029
+        # Another address: a bucket of its own, full.
+        assert [(await there.call("record", key="d")).text for _ in range(2)] == ["d #3", "d #4"]
+        assert (await there.call("record", key="d")).error["code"] == -32029

@@ -131,9 +131,15 @@ async def serving(transport: str, directory: Path, **env: str) -> AsyncIterator[
                 http_server_process(directory, args=[sys.executable, str(APP)], env=env)
             )
 
-            async def open_http(era: str) -> Peer:
+            async def open_http(era: str, local_address: str | None = None) -> Peer:
+                # local_address: the peer's own address (127.0.0.2, say: another client).
+                transport = httpx2.AsyncHTTPTransport(local_address=local_address)
                 http = await stack.enter_async_context(
-                    httpx2.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", timeout=TIMEOUT)
+                    httpx2.AsyncClient(
+                        base_url=f"http://127.0.0.1:{server.port}",
+                        timeout=TIMEOUT,
+                        transport=transport,
+                    )
                 )
                 peer = Peer(era, http=http, log_path=server.log)
                 if era != "2026-07-28":

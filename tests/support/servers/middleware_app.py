@@ -1,7 +1,8 @@
 """A server with the library's middleware (``mcpserve.middleware``), for its wire tests.
 
 ``MCPSERVE_TEST_MIDDLEWARE`` names the middleware, comma-separated, outermost first:
-``rate`` (RateLimit, 2 requests at once then one every 5 s per caller), ``cache``
+``rate`` (RateLimit, 2 requests at once then one every 5 s per caller; ``rate-client``: the
+same per client address), ``cache``
 (ResponseCache, 60 s), ``logging`` (StructuredLogging, its lines on stderr), ``timing``
 (Timing), ``size`` (ResponseSizeLimit of 200 bytes). ``MCPSERVE_TEST_CACHE_SCOPE`` is the
 server's cache scope (``private`` unless set; its ``ttlMs`` is 30 s). Every tool and the
@@ -100,6 +101,8 @@ def whoami(ctx: Context) -> str:
 def middleware(name: str) -> Any:
     if name == "rate":
         return RateLimit(rate=0.2, burst=2)
+    if name == "rate-client":
+        return RateLimit(rate=0.2, burst=2, key="client")
     if name == "cache":
         return ResponseCache(ttl=60)
     if name == "logging":
