@@ -133,3 +133,20 @@ async def test_call_tool_needs_the_scopes_of_the_tool_it_names() -> None:
     )
     assert response is not None
     assert response["error"]["code"] == c.INSUFFICIENT_SCOPE
+
+
+async def test_invalid_arguments_through_call_tool_name_the_tool_they_were_for() -> None:
+    server = Server("s", tool_search=True)
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    arguments = {"name": "add", "arguments": {"a": "two"}}
+    response = await server.handle(
+        message("tools/call", {"name": "call_tool", "arguments": arguments})
+    )
+    assert response is not None
+    result = response["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith("Invalid arguments for tool add: a: ")

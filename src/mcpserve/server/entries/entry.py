@@ -218,7 +218,13 @@ class FunctionEntry(abc.ABC):
 def called_name(ctx: Context, key: str) -> str:
     """The name a tool or prompt was called by: that of the entry the registry holds, which
     is a wrapper's (a mounted server's entry, a transformed tool) when it wraps this one."""
-    name = ctx.request.params.get("name")
+    params = ctx.request.params
+    name = params.get("name")
+    if name == "call_tool" and key != "call_tool":
+        # Tool search's call_tool (server/tool_search.py) ran this tool: it is the one named.
+        arguments = params.get("arguments")
+        inner = arguments.get("name") if isinstance(arguments, dict) else None
+        return inner if type(inner) is str else key
     return name if type(name) is str else key
 
 
