@@ -501,7 +501,7 @@ class Methods:
         _session(ctx).log_level = level
         return {}
 
-    def subscribe(self, ctx: Context) -> Result:
+    def subscribe(self, ctx: Context) -> Result | Awaitable[Result]:
         method = ctx.request.method
         if not self.registry.offers_resources:
             raise MethodNotFound(f"Method not found: {method}")
@@ -509,14 +509,29 @@ class Methods:
         if type(uri) is not str:
             raise InvalidParams('Invalid params: "uri" must be a string')
         subscriptions = _session(ctx).resource_subscriptions
-        if method == "resources/subscribe":
-            found = self.registry.find_resource(uri)
-            if found is not None:
-                ctx.require_scopes(*found[0].scopes)  # updates of what it may not read: no
-            subscriptions.add(uri)
-        else:
+        if method != "resources/subscribe":
             subscriptions.discard(uri)
-        return {}
+            return {}
+        found = self.registry.find_resource(uri)
+        if found is None:
+            subscriptions.add(uri)
+            return {}
+
+        def subscribed() -> Result:
+            ctx.require_scopes(*found[0].scopes)  # updates of what it may not read: no
+            subscriptions.add(uri)
+            return {}
+
+        rule = self.registry.visibility
+        if rule is None:
+            return subscribed()
+        # A hidden resource: the same {} an unknown URI gets, but nothing kept, so none of
+        # its updates ever reach this session.
+        kind: ComponentKind = "resource" if found[1] is None else "template"
+        shown: Result | Awaitable[Result] = then(
+            rule.allows(ctx, kind, found[0].wire), lambda ok: subscribed() if ok else {}
+        )
+        return shown
 
 
 def _pong(ctx: Context) -> Result:

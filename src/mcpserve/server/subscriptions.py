@@ -32,6 +32,7 @@ from ..protocol.errors import InvalidParams, InvalidRequest
 from ..protocol.jsonrpc import RequestId
 from .bus import SubscriptionBus
 from .context.context import Context
+from .entries.catalogue import ComponentKind
 from .registry import Registry
 
 logger = logging.getLogger("mcpserve.subscriptions")
@@ -281,6 +282,34 @@ class Subscriptions:
                 honoured["resourceSubscriptions"] = known
         return honoured
 
+    async def shown_uris(self, ctx: Context, uris: list[str]) -> list[str]:
+        """The subscribed URIs a visibility rule lets the caller hear of: a resource it
+        hides is left out as an unknown URI is, and a parent stays only while the rule shows
+        the caller one of the resources below it."""
+        rule = self.registry.visibility
+        assert rule is not None
+        registry = self.registry
+        shown: list[str] = []
+        for uri in uris:
+            found = registry.find_resource(uri)
+            if found is not None:
+                kind: ComponentKind = "resource" if found[1] is None else "template"
+                if await _settled(rule.allows(ctx, kind, found[0].wire)):
+                    shown.append(uri)
+                continue
+            prefix = uri.rstrip("/") + "/"
+            off = registry.disabled["resources"]
+            below: list[tuple[ComponentKind, JSONDict]] = [
+                *(("resource", r.wire) for k, r in registry.resources.items() if k not in off),
+                *(("template", t.wire) for k, t in registry.templates.items() if k not in off),
+            ]
+            for child_kind, wire in below:
+                key = str(wire.get("uri") or wire.get("uriTemplate") or "")
+                if key.startswith(prefix) and await _settled(rule.allows(ctx, child_kind, wire)):
+                    shown.append(uri)
+                    break
+        return shown
+
     async def listen(self, ctx: Context) -> JSONDict:
         """Serve one ``subscriptions/listen`` request until it ends."""
         requested = ctx.request.params.get("notifications")
@@ -293,6 +322,10 @@ class Subscriptions:
             )
         await self.start()
         honoured = self.honoured(requested, ctx.request.auth)
+        if self.registry.visibility is not None and "resourceSubscriptions" in honoured:
+            shown = await self.shown_uris(ctx, honoured.pop("resourceSubscriptions"))
+            if shown:
+                honoured["resourceSubscriptions"] = shown
         task_ids = requested.get("taskIds")
         if task_ids is not None and self.task_ids is not None:
             if not isinstance(task_ids, list):
@@ -334,6 +367,10 @@ def _served(registry: Registry, uri: str, auth: Auth) -> bool:
         for key in (*registry.resources, *registry.templates)
         if key not in off
     )
+
+
+async def _settled(value: Any) -> Any:
+    return await value if hasattr(type(value), "__await__") else value
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

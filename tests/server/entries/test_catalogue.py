@@ -311,3 +311,54 @@ async def test_a_tool_hidden_from_a_caller_is_unknown_to_it_whatever_its_scopes(
         assert refused["error"]["data"]["requiredScopes"] == [
             (name == "reset" and "admin") or "reports"
         ]
+
+
+# -- subscriptions -------------------------------------------------------------------------
+
+
+def _notes_with_a_secret() -> Server:
+    server = Server("s")
+    server.add_resource("notes://open", lambda: "open")
+    server.add_resource("notes://secret", lambda: "secret", tags={"secret"})
+    server.add_resource("vault://box/key", lambda: "key", tags={"secret"})
+    server.visibility(_only_public)
+    return server
+
+
+async def test_a_listen_leaves_out_a_resource_the_rule_hides_as_an_unknown_uri() -> None:
+    from listens import Listen
+
+    server = _notes_with_a_secret()
+    requested = {"resourceSubscriptions": ["notes://open", "notes://secret", "vault://box"]}
+    async with server.running():
+        # vault://box is the parent of a hidden resource only: no update could reach the
+        # caller through it, so it is left out too.
+        guest = Listen(server, "guest", requested)
+        assert await guest.ack() == {"resourceSubscriptions": ["notes://open"]}
+    await guest.result()
+
+
+async def test_a_handshake_era_subscribe_to_a_hidden_resource_is_answered_as_an_unknown_uri() -> (
+    None
+):
+    from legacy_schema import initialize_message
+    from mcpserve.protocol.core import answered
+
+    server = _notes_with_a_secret()
+    assert server.handshake is not None
+    session, _ = server.handshake.initialize(initialize_message(0, "2025-11-25", {}))
+    assert session is not None
+    dispatcher = server.pipeline.dispatcher()
+    answers = []
+    for number, uri in enumerate(["notes://secret", "notes://nowhere", "notes://open"]):
+        subscribe = {
+            "jsonrpc": "2.0",
+            "id": number,
+            "method": "resources/subscribe",
+            "params": {"uri": uri},
+        }
+        prepared = dispatcher.prepare(subscribe, session=session)
+        answers.append((await answered(dispatcher.execute(prepared)))["result"])
+    assert answers == [{}, {}, {}]
+    # Nothing kept of the hidden one: none of its updates reach the session.
+    assert session.resource_subscriptions == {"notes://nowhere", "notes://open"}
