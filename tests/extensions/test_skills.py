@@ -920,6 +920,67 @@ async def test_a_checked_caller_sees_and_reads_only_the_skills_its_scopes_allow(
     assert got["result"]["skill"]["frontmatter"]["name"] == "billing"
 
 
+def billing_for_boss(ctx: Any, component: Any) -> bool:
+    return "/billing" not in (component.uri or "") or ctx.principal == "boss"
+
+
+async def billing_for_boss_later(ctx: Any, component: Any) -> bool:
+    return billing_for_boss(ctx, component)
+
+
+BILLING = "skill://acme/billing/SKILL.md"
+
+
+@pytest.mark.parametrize("rule", [billing_for_boss, billing_for_boss_later])
+async def test_a_skill_the_visibility_rule_hides_is_absent_and_unknown_whatever_the_scopes(
+    scoped: Server, rule: Callable[..., Any]
+) -> None:
+    scoped.visibility(rule)
+    listed = (await send(scoped, "skills/list", {}, {"billing"}))["result"]
+    assert [entry["uri"] for entry in listed["skills"]] == ["skill://acme/open/SKILL.md"]
+    assert listed["cacheScope"] == "private"  # a list per caller
+    # Hidden: unknown, with or without its scope (never the 403 that tells it exists).
+    for scopes in ({"billing"}, set()):
+        got = await send(scoped, "skills/get", {"uri": BILLING}, scopes)
+        assert got["error"] == {
+            "code": -32602,
+            "message": f"No skill is served at {BILLING}",
+            "data": {"uri": BILLING},
+        }
+    lacking = await scoped.handle(request(1, "skills/get", {"uri": BILLING}), auth=Auth("boss"))
+    assert lacking["error"]["code"] == -32010  # shown but lacking its scope: the 403's error
+    boss = Auth("boss", frozenset({"billing"}))
+    shown = await scoped.handle(request(1, "skills/get", {"uri": BILLING}), auth=boss)
+    assert shown["result"]["skill"]["uri"] == BILLING
+
+
+@pytest.mark.parametrize("rule", [billing_for_boss, billing_for_boss_later])
+async def test_directory_read_leaves_out_what_the_visibility_rule_hides(
+    scoped: Server, rule: Callable[..., Any]
+) -> None:
+    scoped.visibility(rule)
+    folder = await send(scoped, "resources/directory/read", {"uri": "skill://acme"}, {"billing"})
+    assert [child["uri"] for child in folder["result"]["resources"]] == ["skill://acme/open"]
+    uri = "skill://acme/billing"
+    for scopes in ({"billing"}, set()):
+        read = await send(scoped, "resources/directory/read", {"uri": uri}, scopes)
+        assert read["error"] == {
+            "code": -32602,
+            "message": f"{uri} names no directory resource",
+            "data": {"uri": uri},
+        }
+    boss = Auth("boss", frozenset({"billing"}))
+    folder = await scoped.handle(
+        request(1, "resources/directory/read", {"uri": "skill://acme"}), auth=boss
+    )
+    assert [child["uri"] for child in folder["result"]["resources"]] == [
+        "skill://acme/billing",
+        "skill://acme/open",
+    ]
+    inside = await scoped.handle(request(1, "resources/directory/read", {"uri": uri}), auth=boss)
+    assert [child["uri"] for child in inside["result"]["resources"]] == [BILLING]
+
+
 async def test_an_unchecked_caller_of_a_server_without_authentication_sees_every_skill(
     scoped: Server,
 ) -> None:

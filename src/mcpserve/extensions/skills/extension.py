@@ -14,12 +14,15 @@ handshake-era clients see the files only, ``docs/decisions.md``, "Skills in both
 
 A caller checked by the server's authentication sees only the skills its scopes allow, and
 a skill's files and folders need its scopes (``docs/decisions.md``, "Skills and scopes").
+A visibility rule (``@server.visibility``) sees a skill as its ``SKILL.md`` resource: a
+skill or folder it hides is left out of lists and unknown to the methods, and while a rule
+is set the scopes are checked after it, so a hidden target is unknown whatever they are.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import unquote
@@ -27,10 +30,10 @@ from urllib.parse import unquote
 from ..._types import JSONDict, Result
 from ...protocol.constants import SKILLS_EXTENSION
 from ...protocol.core import Handler
-from ...protocol.errors import InternalError, InvalidParams, MethodNotFound
+from ...protocol.errors import InsufficientScope, InternalError, InvalidParams, MethodNotFound
 from ...protocol.pagination import paginate
 from ...server.context.context import Context
-from ...server.entries.catalogue import TAGS_META
+from ...server.entries.catalogue import TAGS_META, then
 from ...server.entries.entry import Pool
 from ...server.entries.kinds import ResourceEntry
 from ...server.entries.resources import CachePolicy, Resource
@@ -210,22 +213,37 @@ class Skills:
         return {
             "skills/list": Handler(self.list_skills, inline=True),
             "skills/get": Handler(
-                self.get_skill, inline=True, resolve=self._find_skill, scopes=_scopes
+                self.get_skill, inline=True, resolve=self._find_skill, scopes=self._needed
             ),
             "resources/directory/read": Handler(
-                self.read_directory, inline=True, resolve=self._find_directory, scopes=_scopes
+                self.read_directory,
+                inline=True,
+                resolve=self._find_directory,
+                scopes=self._needed,
             ),
         }
 
-    def list_skills(self, ctx: Context) -> Result:
+    def list_skills(self, ctx: Context) -> Result | Awaitable[Result]:
         self._require("skills/list")
         auth = ctx.request.auth
         personal = auth.checked and any(skill.scopes for skill in self._skills.values())
-        entries = [
-            skill.entry
+        skills = [
+            skill
             for skill in self._skills.values()
             if (not personal or skill.scopes <= auth.scopes) and self._shown(skill)
         ]
+        if self.registry.visibility is None:
+            return self._skills_page([skill.entry for skill in skills], ctx, personal)
+        # A list per caller: never shared.
+        listed: Result | Awaitable[Result] = then(
+            self._visible(ctx, [skill.uri for skill in skills]),
+            lambda shown: self._skills_page(
+                [skill.entry for skill in skills if skill.uri in shown], ctx, True
+            ),
+        )
+        return listed
+
+    def _skills_page(self, entries: list[Result], ctx: Context, personal: bool) -> Result:
         page, next_cursor = paginate(
             entries, ctx.request.params.get("cursor"), self.settings.page_size
         )
@@ -237,6 +255,15 @@ class Skills:
             policy = CachePolicy(policy.ttl_ms, "private")
         return _cached(result, policy)
 
+    def _visible(self, ctx: Context, uris: list[str]) -> Any:
+        """Which of these served files the visibility rule shows the caller (a skill is its
+        ``SKILL.md``): a set of URIs, now or awaited."""
+        rule = self.registry.visibility
+        assert rule is not None
+        served = self.registry.resources
+        wires = [served[uri].wire for uri in uris if uri in served]
+        return then(rule.kept(ctx, "resource", wires), lambda kept: {w["uri"] for w in kept})
+
     def _shown(self, skill: Skill) -> bool:
         """Whether the skill's SKILL.md is served now (not switched off, by key or tag)."""
         return self.registry.find_resource(skill.uri) is not None
@@ -246,13 +273,47 @@ class Skills:
         skill = self._skills.get(uri) if type(uri) is str else None
         return skill if skill is not None and self._shown(skill) else None
 
-    def get_skill(self, ctx: Context) -> Result:
+    def get_skill(self, ctx: Context) -> Result | Awaitable[Result]:
         self._require("skills/get")
         skill: Skill | None = ctx.request.target
         if skill is None:
-            uri = _uri(ctx.request.params)
-            raise InvalidParams(f"No skill is served at {uri[:200]}", data={"uri": uri})
-        return _cached({"skill": skill.entry}, skill.cache or self.settings.cache)
+            raise _no_skill(_uri(ctx.request.params))
+        found = skill
+
+        def answer(shown: object = None) -> Result:
+            return _cached({"skill": found.entry}, found.cache or self.settings.cache)
+
+        if self.registry.visibility is None:
+            return answer()
+        return self._if_shown(ctx, [skill.uri], skill.scopes, _no_skill(skill.uri), answer)
+
+    def _if_shown(
+        self,
+        ctx: Context,
+        uris: list[str],
+        needed: frozenset[str],
+        unknown: Exception,
+        answer: Callable[[set[str]], Result],
+    ) -> Result | Awaitable[Result]:
+        """``answer(shown)`` when the visibility rule shows the caller some of these files and the
+        caller holds the ``needed`` scopes (:meth:`_needed` left them to be checked here), else
+        ``unknown`` raised: a hidden target is unknown whatever scopes the caller holds."""
+
+        def checked(shown: set[str]) -> Result:
+            if not shown:
+                raise unknown
+            missing = ctx.request.auth.missing(needed)
+            if missing:
+                raise InsufficientScope(needed, missing)
+            return answer(shown)
+
+        result: Result | Awaitable[Result] = then(self._visible(ctx, uris), checked)
+        return result
+
+    def _needed(self, target: Any) -> frozenset[str]:
+        """The scopes the dispatcher checks first, or none while a visibility rule is set
+        (then :meth:`_if_shown` checks them after the rule)."""
+        return frozenset() if self.registry.visibility is not None else _scopes(target)
 
     def _find_directory(self, params: Result) -> _Directory | None:
         uri = params.get("uri")
@@ -260,7 +321,7 @@ class Skills:
             return None
         return self._directories().get(uri)
 
-    def read_directory(self, ctx: Context) -> Result:
+    def read_directory(self, ctx: Context) -> Result | Awaitable[Result]:
         if not self._directory_read:
             raise MethodNotFound("Method not found: resources/directory/read")
         self._require("resources/directory/read")
@@ -276,6 +337,26 @@ class Skills:
             for seen_by, wire in directory.children
             if not auth.checked or any(scopes <= auth.scopes for scopes in seen_by)
         ]
+        if self.registry.visibility is None:
+            return self._directory_page(children, ctx)
+        # A file the rule hides is left out, and a folder with no file shown below it; a
+        # directory with none at all is unknown, as one that does not exist.
+        uri = _uri(ctx.request.params)
+        below = uri.rstrip("/") + "/"
+        files = [f for uris in self._files.values() for f in uris if f.startswith(below)]
+
+        def shown_children(shown: set[str]) -> Result:
+            kept = [
+                wire
+                for wire in children
+                if wire["uri"] in shown or any(f.startswith(wire["uri"] + "/") for f in shown)
+            ]
+            return self._directory_page(kept, ctx)
+
+        unknown = InvalidParams(f"{uri[:200]} names no directory resource", data={"uri": uri})
+        return self._if_shown(ctx, files, directory.scopes, unknown, shown_children)
+
+    def _directory_page(self, children: list[Result], ctx: Context) -> Result:
         page, next_cursor = paginate(
             children, ctx.request.params.get("cursor"), self.settings.page_size
         )
@@ -376,6 +457,10 @@ def _nothing() -> None:
 
 def _scopes(target: Any) -> frozenset[str]:
     return target.scopes  # type: ignore[no-any-return]
+
+
+def _no_skill(uri: str) -> InvalidParams:
+    return InvalidParams(f"No skill is served at {uri[:200]}", data={"uri": uri})
 
 
 def _uri(params: Result) -> str:
