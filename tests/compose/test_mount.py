@@ -313,6 +313,75 @@ async def test_a_mounted_entrys_scopes_are_checked_by_the_parent() -> None:
         assert paid["result"]["structuredContent"] == {"paid": 1}
 
 
+@pytest.mark.parametrize("later", [False, True], ids=["plain", "async"])
+async def test_a_mounted_entry_is_shown_only_when_the_parents_and_the_childs_rules_allow_it(
+    later: bool,
+) -> None:
+    billing = billing_server()
+
+    @billing.tool
+    def refund(amount: int) -> int:
+        return amount
+
+    app = Server("app")
+    app.mount(billing, namespace="billing")
+
+    def childs_rule(ctx: Any, component: Any) -> bool:
+        # The child's rule sees its own names and URIs, not the parent's.
+        return component.name not in ("pay", "invoice", "accounts") or ctx.principal == "boss"
+
+    async def childs_rule_later(ctx: Any, component: Any) -> bool:
+        return childs_rule(ctx, component)
+
+    billing.visibility(childs_rule_later if later else childs_rule)  # after mounting: it counts
+
+    @app.visibility
+    def parents_rule(ctx: Any, component: Any) -> bool:
+        return component.name != "billing_refund" or ctx.principal == "boss"
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
+
+    async def ask(method: str, params: dict[str, Any], principal: str) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        auth = Auth(principal, frozenset({"billing:write"}))
+        response = await app.handle(message, auth=auth)
+        assert response is not None
+        return response
+
+    async with app.running():
+        for principal, tools, prompts, resources in (
+            ("guest", [], [], []),
+            (
+                "boss",
+                ["billing_pay", "billing_refund"],
+                ["billing_invoice"],
+                ["billing+ledger://accounts"],
+            ),
+        ):
+            listed = await ask("tools/list", {}, principal)
+            assert [tool["name"] for tool in listed["result"]["tools"]] == tools
+            listed = await ask("prompts/list", {}, principal)
+            assert [prompt["name"] for prompt in listed["result"]["prompts"]] == prompts
+            listed = await ask("resources/list", {}, principal)
+            assert [r["uri"] for r in listed["result"]["resources"]] == resources
+        hidden = await ask(
+            "tools/call", {"name": "billing_pay", "arguments": {"amount": 1}}, "guest"
+        )
+        assert hidden["error"] == {"code": -32602, "message": "Unknown tool: billing_pay"}
+        hidden = await ask(
+            "prompts/get", {"name": "billing_invoice", "arguments": {"customer": "a"}}, "guest"
+        )
+        assert hidden["error"] == {"code": -32602, "message": "Unknown prompt: billing_invoice"}
+        hidden = await ask("resources/read", {"uri": "billing+ledger://accounts"}, "guest")
+        assert hidden["error"]["message"] == "Resource not found"
+        paid = await ask("tools/call", {"name": "billing_pay", "arguments": {"amount": 1}}, "boss")
+        assert paid["result"]["structuredContent"] == {"paid": 1}
+        # The template the child's rule shows is served to everyone.
+        read = await ask("resources/read", {"uri": "billing+ledger://acme"}, "guest")
+        assert read["result"]["contents"][0]["text"] == "account acme"
+
+
 async def test_disabled_child_entries_stay_hidden_and_the_parent_can_disable_mounted_ones(
     connect: Any,
 ) -> None:

@@ -22,8 +22,10 @@ from typing import Literal, TypeGuard, TypeVar, cast
 
 from .._types import JSONDict
 from .entries.catalogue import (
+    Component,
     TagFilter,
     VisibilityRule,
+    joined_rule,
     parse_version,
     tags_of,
     version_of,
@@ -77,8 +79,30 @@ class Registry:
         self.versions: dict[tuple[ListKind, str], dict[str, Entry]] = {}
         #: The version pinned for a (list, key), served instead of the highest.
         self.pins: dict[tuple[ListKind, str], str] = {}
-        #: ``@server.visibility``: asked per request which entries a caller sees.
-        self.visibility: VisibilityRule | None = None
+        #: ``@server.visibility``: the server's own rule (:attr:`visibility` is what is asked).
+        self.own_visibility: VisibilityRule | None = None
+        #: The registries of mounted servers: their rules decide their entries here too.
+        self.mounted: list[Registry] = []
+
+    @property
+    def visibility(self) -> VisibilityRule | None:
+        """The rule asked per request which entries a caller sees: the server's own, joined
+        by those of the servers mounted in it."""
+        if not self.mounted:
+            return self.own_visibility
+        return joined_rule(self.own_visibility, self.mounted, self._entry_of)
+
+    @visibility.setter
+    def visibility(self, rule: VisibilityRule | None) -> None:
+        self.own_visibility = rule
+
+    def _entry_of(self, component: Component) -> object:
+        if component.kind == "tool":
+            return self.tools.get(component.name)
+        if component.kind == "prompt":
+            return self.prompts.get(component.name)
+        found = self.resources if component.kind == "resource" else self.templates
+        return found.get(component.uri or "")
 
     def on_change(self, listener: Callable[[ListKind], None]) -> None:
         self._listeners.append(listener)

@@ -353,6 +353,11 @@ class Mounted:
         return scopes
 
     @property
+    def child_registry(self) -> Registry:
+        """The mounted server's registry: its visibility rule decides this entry too."""
+        return self._copier.child
+
+    @property
     def name(self) -> str:
         return self.key
 

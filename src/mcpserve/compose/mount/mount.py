@@ -145,6 +145,7 @@ class Mount:
         self._sync_skills()
         self._sync_completers()
         child = self.server
+        self.parent.registry.mounted.append(child.registry)
         child.registry.on_change(self._child_changed)
         child.registry.on_completers_change(self._sync_completers)
         child.subscriptions.sinks.add(self._child_event)

@@ -227,6 +227,56 @@ class VisibilityRule:
         return later()
 
 
+class MountedRules(VisibilityRule):
+    """The rule of a server with mounted servers that have rules of their own: an entry a
+    child serves through the parent is shown when the parent's rule (if any) shows it and
+    the child's rule shows the child's own entry (its name, URI and tags as the child has
+    them). A parent's entry that came from a child has ``child_registry`` (the child's
+    registry) and ``inner`` (the child's entry); nested mounts recurse through the child's
+    own rule of this kind."""
+
+    __slots__ = ("find", "own")
+
+    def __init__(self, own: VisibilityRule | None, find: Callable[[Component], Any]) -> None:
+        self.own = own
+        #: The parent's entry a component stands for (None when it has none).
+        self.find = find
+        self.synchronous = False
+
+    def shows(
+        self, caller: Caller, components: list[Component]
+    ) -> list[bool] | Awaitable[list[bool]]:
+        own = self.own.shows(caller, components) if self.own is not None else None
+        return self._joined(caller, components, own)
+
+    async def _joined(self, caller: Caller, components: list[Component], own: Any) -> list[bool]:
+        flags: list[bool] = [True] * len(components) if own is None else await _settled(own)
+        for index, component in enumerate(components):
+            if not flags[index]:
+                continue
+            entry = self.find(component)
+            child = getattr(entry, "child_registry", None)
+            rule = child.visibility if child is not None else None
+            if rule is not None:
+                inner = Component.of(component.kind, entry.inner.wire)
+                flags[index] = (await _settled(rule.shows(caller, [inner])))[0]
+        return flags
+
+
+def joined_rule(
+    own: VisibilityRule | None, children: Iterable[Any], find: Callable[[Component], Any]
+) -> VisibilityRule | None:
+    """The rule a registry asks: its own, or a :class:`MountedRules` while one of the
+    registries mounted in it (``children``) has a rule."""
+    if any(child.visibility is not None for child in children):
+        return MountedRules(own, find)
+    return own
+
+
+async def _settled(value: Any) -> Any:
+    return await value if hasattr(type(value), "__await__") else value
+
+
 def _first(flags: list[bool]) -> bool:
     return flags[0]
 
