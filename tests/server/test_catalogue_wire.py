@@ -283,6 +283,25 @@ async def test_the_visibility_rule_shows_a_caller_it_allows_more(
         assert unknown(await admin.ask("tools/call", call("dump"))) == "Unknown tool: dump"
 
 
+@pytest.mark.parametrize("admin", [False, True], ids=["guest", "admin"])
+async def test_over_http_a_listen_leaves_out_a_resource_the_rule_hides(
+    admin: bool, tmp_path: Path
+) -> None:
+    from listens import open_stream
+
+    headers = {"x-role": "admin"} if admin else {}
+    requested = {"resourceSubscriptions": ["notes://admin", "notes://beta"]}
+    with http_server_process(tmp_path, args=[sys.executable, str(CATALOGUE)]) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        async with (
+            httpx2.AsyncClient(base_url=base, timeout=TIMEOUT, headers=headers) as http,
+            open_stream(http, "watch", requested) as stream,
+        ):
+            honoured = await stream.ack()
+    shown = requested if admin else {"resourceSubscriptions": ["notes://beta"]}
+    assert honoured == shown
+
+
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_disabling_a_tag_announces_the_change_and_hides_its_entries(

@@ -4,7 +4,8 @@ Tools: ``refund`` (tags billing, beta), ``invoice`` (billing), ``echo`` (untagge
 ``report`` in versions 1 and 2, ``reset`` (admin: shown only to a client named
 "admin-client" or sending ``X-Role: admin``), ``dump`` (internal: hidden by
 ``exclude_tags``), and ``switch_beta(on)``, which enables or disables the tag "beta"
-while serving. A prompt ``greet`` and a resource ``notes://beta`` carry the tag "beta" too.
+while serving. A prompt ``greet`` and a resource ``notes://beta`` carry the tag "beta" too;
+a resource ``notes://admin`` the tag "admin".
 With ``MCPSERVE_TEST_TOOL_SEARCH=1`` the server lists search_tools and call_tool instead.
 Served over stdio, or HTTP with ``MCPSERVE_TEST_HTTP_PORT`` (``_serve.py``).
 """
@@ -75,6 +76,11 @@ def greet(name: str) -> str:
 @server.resource("notes://beta", tags={"beta"})
 def beta_notes() -> str:
     return "beta notes"
+
+
+@server.resource("notes://admin", tags={"admin"})
+def admin_notes() -> str:
+    return "admin notes"
 
 
 @server.visibility
