@@ -334,6 +334,7 @@ async def test_a_mounted_entry_is_shown_only_when_the_parents_and_the_childs_rul
         return childs_rule(ctx, component)
 
     billing.visibility(childs_rule_later if later else childs_rule)  # after mounting: it counts
+    app.transform_tool("billing_pay", description="Pay, as the app tells it")
 
     @app.visibility
     def parents_rule(ctx: Any, component: Any) -> bool:

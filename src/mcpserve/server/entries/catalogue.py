@@ -232,8 +232,8 @@ class MountedRules(VisibilityRule):
     child serves through the parent is shown when the parent's rule (if any) shows it and
     the child's rule shows the child's own entry (its name, URI and tags as the child has
     them). A parent's entry that came from a child has ``child_registry`` (the child's
-    registry) and ``inner`` (the child's entry); nested mounts recurse through the child's
-    own rule of this kind."""
+    registry) and ``inner`` (the child's entry), or wraps such an entry in its ``inner`` (a
+    transformed tool); nested mounts recurse through the child's own rule of this kind."""
 
     __slots__ = ("find", "own")
 
@@ -255,6 +255,9 @@ class MountedRules(VisibilityRule):
             if not flags[index]:
                 continue
             entry = self.find(component)
+            # A transformation of a mounted tool wraps the copy: the copy knows the child.
+            while entry is not None and not hasattr(entry, "child_registry"):
+                entry = getattr(entry, "inner", None)
             child = getattr(entry, "child_registry", None)
             rule = child.visibility if child is not None else None
             if rule is not None:
