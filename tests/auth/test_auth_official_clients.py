@@ -62,9 +62,9 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 
+from login_stack import MemoryStorage
 from oidc_server import AuthorizationServer, authorization_server, drive_login
 from ts_client import TSClient, ts_client
 from wire_helpers import SERVERS, TIMEOUT, HTTPServerProcess, free_port, http_server_process
@@ -216,28 +216,6 @@ def ts_exchanges(state: dict[str, Any]) -> list[Exchange]:
 
 class AuthorizationRefused(Exception):
     """The authorization server sent the browser back with an error instead of a code."""
-
-
-@dataclass
-class MemoryStorage:
-    """The SDK's ``TokenStorage``: in memory, remembering every token it was given."""
-
-    client_info: OAuthClientInformationFull | None = None
-    tokens: OAuthToken | None = None
-    saved: list[OAuthToken] = field(default_factory=list)
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-        self.saved.append(tokens)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
 
 
 @dataclass

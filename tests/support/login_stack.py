@@ -114,6 +114,8 @@ class LoginUser:
 
 @dataclass
 class MemoryStorage:
+    """The SDK's ``TokenStorage``: in memory, remembering every token it was given."""
+
     client_info: OAuthClientInformationFull | None = None
     tokens: OAuthToken | None = None
     saved: list[OAuthToken] = field(default_factory=list)

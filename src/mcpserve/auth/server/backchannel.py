@@ -31,6 +31,7 @@ import base64
 import binascii
 import hmac
 import logging
+from collections.abc import Awaitable, Callable
 from urllib.parse import unquote
 
 from ..._types import Receive, Scope, Send
@@ -93,31 +94,43 @@ async def authenticate_client(
     return client
 
 
-async def token(server: AuthorizationServer, scope: Scope, receive: Receive, send: Send) -> None:
+ClientCall = Callable[[RegisteredClient, dict[str, str]], Awaitable[dict[str, object]]]
+
+
+async def _answer_client(
+    server: AuthorizationServer, scope: Scope, receive: Receive, send: Send, call: ClientCall
+) -> None:
+    """One POST of an authenticated client (``/token``, ``/revoke``): its form read, the
+    client proven, ``call``'s answer sent; a refusal as RFC 6749 5.2 says."""
     request = WebRequest(scope, receive)
     if request.method != "POST":
         await send_method_not_allowed(send, "POST")
         return
-    basic = "authorization" in request.headers
     try:
         form = await request.form()
         client = await authenticate_client(server, request, form)
-        grant_type = form.get("grant_type")
-        if grant_type == "authorization_code":
-            answer = await _code_grant(server, client, form)
-        elif grant_type == "refresh_token":
-            answer = await _refresh_grant(server, client, form)
-        else:
-            raise AuthorizationError(
-                "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
-            )
+        answer = await call(client, form)
     except Malformed as exc:
         await _error(send, AuthorizationError("invalid_request", str(exc)))
         return
     except AuthorizationError as exc:
-        await _error(send, exc, basic=basic)
+        await _error(send, exc, basic="authorization" in request.headers)
         return
     await send_json(send, 200, answer)
+
+
+async def token(server: AuthorizationServer, scope: Scope, receive: Receive, send: Send) -> None:
+    async def grant(client: RegisteredClient, form: dict[str, str]) -> dict[str, object]:
+        grant_type = form.get("grant_type")
+        if grant_type == "authorization_code":
+            return await _code_grant(server, client, form)
+        if grant_type == "refresh_token":
+            return await _refresh_grant(server, client, form)
+        raise AuthorizationError(
+            "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
+        )
+
+    await _answer_client(server, scope, receive, send, grant)
 
 
 def _required(form: dict[str, str], name: str) -> str:
@@ -183,14 +196,7 @@ async def _refresh_grant(
 
 
 async def revoke(server: AuthorizationServer, scope: Scope, receive: Receive, send: Send) -> None:
-    request = WebRequest(scope, receive)
-    if request.method != "POST":
-        await send_method_not_allowed(send, "POST")
-        return
-    basic = "authorization" in request.headers
-    try:
-        form = await request.form()
-        client = await authenticate_client(server, request, form)
+    async def revocation(client: RegisteredClient, form: dict[str, str]) -> dict[str, object]:
         presented = _required(form, "token")
         owner = await server.records.refresh_owner(presented)
         if owner is not None:
@@ -198,13 +204,9 @@ async def revoke(server: AuthorizationServer, scope: Scope, receive: Receive, se
                 await server.records.revoke_refresh(presented)
         elif presented.count(".") == 2:
             await _revoke_access_token(server, client, presented)
-    except Malformed as exc:
-        await _error(send, AuthorizationError("invalid_request", str(exc)))
-        return
-    except AuthorizationError as exc:
-        await _error(send, exc, basic=basic)
-        return
-    await send_json(send, 200, {})
+        return {}  # RFC 7009 2.2: the same answer whether or not the token was known
+
+    await _answer_client(server, scope, receive, send, revocation)
 
 
 async def _revoke_access_token(

@@ -62,18 +62,29 @@ async def _refuse_page(send: Send, status: int, title: str, message: str) -> Non
     await send_html(send, status, message_page(title, message))
 
 
-async def authorize(
-    server: AuthorizationServer, scope: Scope, receive: Receive, send: Send
-) -> None:
+async def _visit(
+    scope: Scope, receive: Receive, send: Send, malformed: str
+) -> tuple[WebRequest, dict[str, str]] | None:
+    """A browser's GET and its query; None once the answer is sent (another method, or a
+    query that cannot be read, shown as the page ``malformed``)."""
     request = WebRequest(scope, receive)
     if request.method not in ("GET", "HEAD"):
         await send_method_not_allowed(send, "GET")
-        return
+        return None
     try:
-        params = request.query()
+        return request, request.query()
     except Malformed as exc:
-        await _refuse_page(send, 400, "This sign-in request is malformed", str(exc))
+        await _refuse_page(send, 400, malformed, str(exc))
+        return None
+
+
+async def authorize(
+    server: AuthorizationServer, scope: Scope, receive: Receive, send: Send
+) -> None:
+    visit = await _visit(scope, receive, send, "This sign-in request is malformed")
+    if visit is None:
         return
+    request, params = visit
     try:
         client = await server.client(params.get("client_id", ""))
     except AuthorizationError as exc:
@@ -198,15 +209,10 @@ async def _to_provider(
 
 
 async def callback(server: AuthorizationServer, scope: Scope, receive: Receive, send: Send) -> None:
-    request = WebRequest(scope, receive)
-    if request.method not in ("GET", "HEAD"):
-        await send_method_not_allowed(send, "GET")
+    visit = await _visit(scope, receive, send, "The identity provider's answer is malformed")
+    if visit is None:
         return
-    try:
-        params = request.query()
-    except Malformed as exc:
-        await _refuse_page(send, 400, "The identity provider's answer is malformed", str(exc))
-        return
+    request, params = visit
     key = params.get("state", "")
     pending = await server.records.take_pending(key) if key else None
     if pending is None or not pending.get("consented"):
