@@ -134,19 +134,17 @@ async def test_a_session_scope_is_one_handshake_era_sessions(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["stdio-modern", "http-modern"])
-async def test_a_session_scope_is_refused_in_the_2026_era_saying_what_to_use(
-    kind: str, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_a_session_scope_is_refused_in_the_2026_era_saying_what_to_use(kind: str) -> None:
     server = state_server()
     async with wire(kind, server) as connection:
-        with caplog.at_level(logging.ERROR, logger="mcpserve"):
-            result = await connection.call("recall", {"key": "step", "scope": "session"})
-    assert result["isError"] is True
-    assert result["content"][0]["text"].startswith("Tool recall failed unexpectedly (ref ")
-    logged = [r for r in caplog.records if r.exc_info is not None]
-    assert str(logged[0].exc_info[1]).startswith(  # type: ignore[index]
-        "A 2026-07-28 request belongs to no session: keep state per user (ctx.store)"
-    )
+        answer = await connection.answer("recall", {"key": "step", "scope": "session"})
+    assert answer["error"] == {
+        "code": -32603,
+        "message": 'ctx.store_for("session") needs a handshake-era session, and a 2026-07-28 '
+        "request belongs to no session: keep state per user (ctx.store), per server "
+        '(ctx.store_for("server")), or under a handle your tool returns and takes as an '
+        "argument",
+    }
 
 
 async def test_bad_keys_and_values_are_refused_with_one_line_and_nothing_is_written() -> None:

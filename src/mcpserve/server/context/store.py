@@ -16,7 +16,9 @@ Each key is namespaced by its scope, so one tool's ``"theme"`` is one record per
   that is the one person who started the server; over open HTTP it is everybody.
 * ``"session"`` (``ctx.store_for("session")``): a handshake-era session (HTTP's
   ``Mcp-Session-Id``; over stdio, the connection). A 2026-07-28 request belongs to no
-  session, so it is refused there with a pointer to the alternatives.
+  session, so it is refused there (-32603, whatever kind of handler asked) with a pointer
+  to the alternatives, sent to the client: the mistake is the server's code, and hiding it
+  behind an unnamed internal error would leave its author reading logs to find it.
 * ``"server"`` (``ctx.store_for("server")``): one namespace every caller shares.
 
 The store's own namespace is the server's name (Redis keys ``mcpserve:{<name>}:kv:state:...``),
@@ -38,7 +40,7 @@ import orjson
 
 from ..._types import JSONValue
 from ...backends.keyvalue_rules import StoreUnavailable
-from ...protocol.errors import ToolError
+from ...protocol.errors import InternalError, ToolError
 
 if TYPE_CHECKING:
     from ...backends.keyvalue import KeyValueStore
@@ -171,8 +173,9 @@ class StateStores:
 def _session_id(request: Request) -> str:
     session = request.session
     if session is None:
-        raise RuntimeError(
-            "A 2026-07-28 request belongs to no session: keep state per user (ctx.store), per "
+        raise InternalError(
+            'ctx.store_for("session") needs a handshake-era session, and a 2026-07-28 request '
+            "belongs to no session: keep state per user (ctx.store), per "
             'server (ctx.store_for("server")), or under a handle your tool returns and takes '
             "as an argument"
         )
