@@ -331,3 +331,28 @@ async def test_stdio_processes_read_what_an_earlier_one_kept_and_time_out_a_slow
     assert slow["result"]["content"][0]["text"] == (
         "Tool slow did not finish within its timeout of 0.3 seconds and was cancelled"
     )
+
+
+@pytest.mark.parametrize("kind", WIRES)
+async def test_a_mounted_servers_tools_keep_state_in_the_answering_servers_store(
+    kind: str,
+) -> None:
+    child = state_server("notes")
+    parent = Server("desk")
+    parent.mount(child, namespace="notes")
+    async with wire(kind, parent) as connection:
+        assert (
+            structured(await connection.call("notes_recall", {"key": "theme", "scope": "server"}))
+            == "nothing"
+        )
+        await connection.call(
+            "notes_remember", {"key": "theme", "value": "dark", "scope": "server"}
+        )
+        assert (
+            structured(await connection.call("notes_recall", {"key": "theme", "scope": "server"}))
+            == "dark"
+        )
+    records = parent.runtime.state_stores
+    assert records is not None
+    assert isinstance(records.records, MemoryKeyValue)
+    assert await records.records.get("state:server:theme") == b'"dark"'

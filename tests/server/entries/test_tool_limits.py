@@ -273,3 +273,30 @@ async def _async_tool() -> str:
 
 
 _async_tool.__name__ = "f"
+
+
+@pytest.mark.parametrize("kind", WIRES)
+async def test_a_mounted_servers_tools_follow_its_own_tool_timeout_else_the_parents(
+    kind: str,
+) -> None:
+    strict, _ = limited_server(tool_timeout=LIMIT)
+    lenient, _ = limited_server()
+    parent = Server("parent", tool_timeout=LIMIT * 2)
+    parent.mount(strict, namespace="strict")
+    parent.mount(lenient, namespace="lenient")
+    async with wire(kind, parent) as connection:
+        # The mounted server's own limit, although the parent's would let it finish.
+        result = await connection.call("strict_unlimited", {"seconds": LIMIT * 1.5})
+        assert text(result) == (
+            "Tool strict_unlimited did not finish within its timeout of 0.3 seconds and was "
+            "cancelled"
+        )
+        # A mounted server without one is bounded by the parent's.
+        result = await connection.call("lenient_unlimited", {"seconds": FOREVER})
+        assert text(result) == (
+            "Tool lenient_unlimited did not finish within its timeout of 0.6 seconds and was "
+            "cancelled"
+        )
+        assert text(await connection.call("lenient_unlimited", {"seconds": LIMIT * 1.5})) == (
+            "done"
+        )

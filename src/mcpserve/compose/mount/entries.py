@@ -10,9 +10,10 @@ so is everything the call decides. What the wrapper changes:
 * its key and list entry, under the :class:`Namespace`;
 * a task tool's tasks, which are the parent's: the parent answers ``tasks/*``;
 * while the child's entry runs, ``ctx.runtime`` is a :class:`ChildRuntime`, so
-  ``ctx.lifespan_state`` is the child's (the rest, requestState keys, client logging,
-  timeouts, stays that of the server answering the request), and a resource read names
-  the URI as the child serves it;
+  ``ctx.lifespan_state``, dependency overrides and ``tool_timeout`` are the child's (the
+  rest, requestState keys, client logging and timeouts, the store behind ``ctx.store``,
+  stays that of the server answering the request), and a resource read names the URI as
+  the child serves it;
 * when the child has middleware, the call runs inside it;
 * under a namespace, the URIs its results name that the child serves read as the parent
   serves them: resource links and embedded resources in tool results and prompt messages,
@@ -44,6 +45,8 @@ from ...server.registry import Registry
 from ...server.runtime import Runtime
 
 if TYPE_CHECKING:  # load on first use: the tasks extension, requestState sealing
+    from concurrent.futures import ThreadPoolExecutor
+
     from ...extensions.tasks.runner import Tasks, TaskStart
     from ...protocol.request_state import StateSealer
 
@@ -122,8 +125,11 @@ class Namespace:
 
 
 class ChildRuntime(Runtime):
-    """``ctx.runtime`` while a mounted child's function runs: the settings and requestState
-    keys of the server answering the request, and the child's lifespan state."""
+    """``ctx.runtime`` while a mounted child's function runs: what the server answering the
+    request serves with (requestState keys, client settings, the store behind
+    ``ctx.store``, upstream tokens, the thread pool), and what the child's author chose for
+    its own functions: its lifespan state, its dependency overrides (after the answering
+    server's), and its ``tool_timeout`` (else the answering server's)."""
 
     __slots__ = ("answering",)
 
@@ -133,6 +139,12 @@ class ChildRuntime(Runtime):
             client_timeout_seconds=answering.client_timeout_seconds,
             answers_without_state=answering.answers_without_state,
             loop_watch=answering.loop_watch,
+            max_threads=answering.max_threads,
+            upstream_tokens=answering.upstream_tokens,
+            state_stores=answering.state_stores,
+            tool_timeout=answering.tool_timeout
+            if child.tool_timeout is None
+            else child.tool_timeout,
         )
         self.answering = answering
         self.lifespan_state = child.lifespan_state
@@ -144,6 +156,12 @@ class ChildRuntime(Runtime):
     @property
     def sealer(self) -> StateSealer:
         return self.answering.sealer
+
+    def thread_pool(self) -> ThreadPoolExecutor:
+        return self.answering.thread_pool()
+
+    async def aclose(self) -> None:
+        """Nothing of its own to release: what it uses is the answering server's."""
 
 
 class ChildState:
