@@ -22,6 +22,7 @@ from .bus import LocalBus, SubscriptionBus
 from .context.store import StateStores
 from .entries.cache import CachePolicy
 from .entries.catalogue import TagFilter
+from .entries.dependencies import DependencyOverrides
 from .entries.options import check_timeout, refuse_unknown
 from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 from .registry import Registry
@@ -155,6 +156,7 @@ class ServerConfig:
             upstream_tokens=_upstream_tokens(o.get("auth")),
             state_stores=self.state_stores(),
             tool_timeout=check_timeout(o["tool_timeout"], "Server(tool_timeout=...)"),
+            dependency_overrides=DependencyOverrides(),
         )
 
     def state_stores(self) -> StateStores:

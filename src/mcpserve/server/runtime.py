@@ -65,6 +65,7 @@ class Runtime:
         upstream_tokens: UpstreamTokens | None = None,
         state_stores: StateStores | None = None,
         tool_timeout: float | None = None,
+        dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] | None = None,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -88,7 +89,9 @@ class Runtime:
         self.upstream_tokens = upstream_tokens
         self._pool: ThreadPoolExecutor | None = None
         #: Replacements of dependencies, by the function they replace (tests set them).
-        self.dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] = {}
+        self.dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] = (
+            {} if dependency_overrides is None else dependency_overrides
+        )
         #: The records behind ``ctx.store`` (``context/store.py``), or None (a bare runtime).
         self.state_stores = state_stores
         #: Seconds an awaited tool may run unless it names its own ``timeout=``; None: no limit.

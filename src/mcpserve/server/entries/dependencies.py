@@ -26,7 +26,9 @@ dependencies never answers inline; one without pays nothing.
 Per call, :meth:`Dependencies.call` solves them after the arguments are validated and
 before the function runs: each dependency is called at most once per request (a second
 use, by the handler or by another dependency, gets the same value), through the server's
-``dependency_overrides`` when it holds a replacement. A dependency that raises ends the
+``dependency_overrides`` when it holds a replacement (:class:`DependencyOverrides`, which
+reads each replacement when it is set, so a broken one fails the test that sets it). A
+dependency that raises ends the
 call: an :class:`~mcpserve.protocol.errors.MCPError` (or a tool's ``ToolError``) is its
 answer; any other exception is logged with a reference and answered as an internal error
 naming the dependency, never its traceback.
@@ -47,7 +49,7 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._invoking import Invoker, is_async, is_marked_blocking
@@ -161,6 +163,52 @@ def dependency_of(fn: Callable[..., Any], path: tuple[Callable[..., Any], ...] =
     return planned
 
 
+class DependencyOverrides(MutableMapping[Callable[..., Any], Callable[..., Any]]):
+    """``server.dependency_overrides``: a dependency, and what replaces it.
+
+    A replacement is read when it is set, as a dependency is at registration: one that could
+    never be called (a parameter nothing provides, a cycle) fails the line of the test that
+    sets it, naming both functions, instead of every request it would have served.
+    """
+
+    __slots__ = ("_replacements",)
+
+    def __init__(self) -> None:
+        self._replacements: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+    def __setitem__(self, dependency: Callable[..., Any], replacement: Callable[..., Any]) -> None:
+        where = f"dependency_overrides[{name_of(dependency)}]"
+        if not callable(replacement):
+            raise TypeError(
+                f"{where} must be a function that provides the value, not {replacement!r}: "
+                f"write lambda: {replacement!r} for a fixed value"
+            )
+        try:
+            dependency_of(replacement)
+        except TypeError as exc:
+            raise TypeError(f"{where} = {name_of(replacement)}: {exc}") from None
+        self._replacements[dependency] = replacement
+
+    def __getitem__(self, dependency: Callable[..., Any]) -> Callable[..., Any]:
+        return self._replacements[dependency]
+
+    def get(self, dependency: Callable[..., Any], default: Any = None) -> Any:
+        return self._replacements.get(dependency, default)
+
+    def __delitem__(self, dependency: Callable[..., Any]) -> None:
+        del self._replacements[dependency]
+
+    def __iter__(self) -> Iterator[Callable[..., Any]]:
+        return iter(self._replacements)
+
+    def __len__(self) -> int:
+        return len(self._replacements)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name_of(k)}: {name_of(v)}" for k, v in self._replacements.items())
+        return f"DependencyOverrides({{{shown}}})"
+
+
 class Dependencies:
     """A handler's dependencies, read at registration, and how one call solves them."""
 
@@ -213,7 +261,7 @@ class Solved:
         if key in self.values:
             return self.values[key]
         if self.overrides and (replacement := self.overrides.get(key)) is not None:
-            dependency = dependency_of(replacement)
+            dependency = self._replacement(dependency, replacement)
         args: dict[str, object] = {}
         if dependency.context_param is not None:
             args[dependency.context_param] = self.ctx
@@ -230,6 +278,15 @@ class Solved:
             raise InternalError(f"Dependency {dependency.name} failed (ref {ref})") from None
         self.values[key] = value
         return value
+
+    @staticmethod
+    def _replacement(dependency: Dependency, replacement: Callable[..., Any]) -> Dependency:
+        try:
+            return dependency_of(replacement)
+        except TypeError as exc:  # put in a mapping that did not read it when it was set
+            raise InternalError(
+                f"The override of dependency {dependency.name} cannot be called: {exc}"
+            ) from None
 
     async def _enter(self, dependency: Dependency, args: dict[str, object]) -> object:
         fn, shape = dependency.fn, dependency.shape
