@@ -54,3 +54,6 @@ UserFunctionT = TypeVar("UserFunctionT", bound=UserFunction)
 Event = JSONDict
 #: Hears each event, called on the event loop.
 EventListener = Callable[[Event], None]
+#: Whether one subscriber hears of an update of a resource URI (the server's visibility
+#: rule asked with that subscriber): a bool, or an awaitable of one.
+UpdateGate = Callable[[str], bool | Awaitable[bool]]

@@ -44,7 +44,7 @@ ADMIN_INFO = {"name": "admin-client", "version": "1.0.0"}
 TOOLS_CHANGED = "notifications/tools/list_changed"
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
 RESOURCES_CHANGED = "notifications/resources/list_changed"
-SHOWN = ["refund", "invoice", "echo", "report", "switch_beta"]
+SHOWN = ["refund", "invoice", "echo", "report", "switch_beta", "touch"]
 
 
 class Peer(Protocol):
@@ -58,6 +58,9 @@ class Peer(Protocol):
 
     async def listen(self) -> None:
         """Start hearing list changes."""
+
+    async def watch(self, uri: str) -> None:
+        """Start hearing updates of ``uri`` and the resources below it."""
 
 
 class StdioPeer:
@@ -102,6 +105,16 @@ class StdioPeer:
             changes = {"toolsListChanged": True, "promptsListChanged": True}
             await self.proc.send(listen("changes", {**changes, "resourcesListChanged": True}))
 
+    async def watch(self, uri: str) -> None:
+        if self.handshake:
+            assert (await self.ask("resources/subscribe", {"uri": uri}))["result"] == {}
+            return
+        notifications = {"resourceSubscriptions": [uri]}
+        message = request("watch", "subscriptions/listen", {"notifications": notifications},
+                          **{CLIENT_INFO_KEY: self.client_info})  # fmt: skip
+        await self.proc.send(message)
+        await self.expect("notifications/subscriptions/acknowledged")
+
     async def expect(self, method: str) -> dict[str, Any]:
         deadline = time.monotonic() + TIMEOUT
         while True:
@@ -141,6 +154,18 @@ class ModernHTTPPeer:
         assert response.status_code == 200
         self.stream = response.aiter_lines()
 
+    async def watch(self, uri: str) -> None:
+        notifications = {"resourceSubscriptions": [uri]}
+        message = request("watch", "subscriptions/listen", {"notifications": notifications},
+                          **{CLIENT_INFO_KEY: self.client_info})  # fmt: skip
+        headers = mcp_headers("subscriptions/listen", **self.headers)
+        response = await self.stack.enter_async_context(
+            self.http.stream("POST", "/mcp", content=json.dumps(message), headers=headers)
+        )
+        assert response.status_code == 200
+        self.stream = response.aiter_lines()
+        await self.expect("notifications/subscriptions/acknowledged")
+
     async def expect(self, method: str) -> dict[str, Any]:
         deadline = time.monotonic() + TIMEOUT
         while True:
@@ -166,9 +191,14 @@ class HandshakeHTTPPeer:
         return reply.message
 
     async def listen(self) -> None:
-        self.reader = await self.client.get()
+        headers = self.client.headers(json_body=False, accept="text/event-stream", **self.extra)
+        self.reader = await self.client.get(headers=headers)
         priming = await self.reader.next_event()
         assert priming is not None
+
+    async def watch(self, uri: str) -> None:
+        assert (await self.ask("resources/subscribe", {"uri": uri}))["result"] == {}
+        await self.listen()
 
     async def expect(self, method: str) -> dict[str, Any]:
         deadline = time.monotonic() + TIMEOUT
@@ -278,7 +308,7 @@ async def test_the_visibility_rule_shows_a_caller_it_allows_more(
     transport: str, era: str, tmp_path: Path
 ) -> None:
     async with peer(transport, era, tmp_path, admin=True) as admin:
-        assert names(await admin.ask("tools/list")) == [*SHOWN[:4], "reset", "switch_beta"]
+        assert names(await admin.ask("tools/list")) == [*SHOWN[:4], "reset", *SHOWN[4:]]
         assert text(await admin.ask("tools/call", call("reset"))) == "reset done"
         assert unknown(await admin.ask("tools/call", call("dump"))) == "Unknown tool: dump"
 
@@ -300,6 +330,25 @@ async def test_over_http_a_listen_leaves_out_a_resource_the_rule_hides(
             honoured = await stream.ack()
     shown = requested if admin else {"resourceSubscriptions": ["notes://beta"]}
     assert honoured == shown
+
+
+@pytest.mark.parametrize("admin", [False, True], ids=["guest", "admin"])
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_parent_subscription_hears_updates_only_of_the_resources_the_rule_shows(
+    transport: str, era: str, admin: bool, tmp_path: Path
+) -> None:
+    async with peer(transport, era, tmp_path, admin=admin) as client:
+        await client.watch("notes://")  # the parent of notes://admin and notes://beta
+        touched = await client.ask("tools/call", call("touch", uri="notes://admin"))
+        assert text(touched) == "touched notes://admin"
+        assert text(await client.ask("tools/call", call("touch", uri="notes://beta")))
+        first = await client.expect("notifications/resources/updated")
+        # A guest never hears of the admin notes: the first update it hears is the second.
+        assert first["params"]["uri"] == ("notes://admin" if admin else "notes://beta")
+        if admin:
+            second = await client.expect("notifications/resources/updated")
+            assert second["params"]["uri"] == "notes://beta"
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -10,11 +10,11 @@ lifespan comes and goes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._types import EventListener, JSONDict, Scope
+from .._types import EventListener, JSONDict, Scope, UpdateGate
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
@@ -53,6 +53,10 @@ class SubscriptionParts(Protocol):
     def end_all(self) -> None: ...
 
     def end_served_by(self, tasks: Collection[asyncio.Task[object]]) -> None: ...
+
+    def update_gate(
+        self, auth: Auth, headers: Mapping[str, str], client_info: JSONDict | None
+    ) -> UpdateGate: ...
 
 
 class HandshakeInitializer(Protocol):
@@ -131,6 +135,11 @@ class SubscriptionEvents:
             self._subscriptions.end_all()
         else:
             self._subscriptions.end_served_by(served_by)
+
+    def update_gate(
+        self, auth: Auth, headers: Mapping[str, str], client_info: JSONDict | None
+    ) -> UpdateGate:
+        return self._subscriptions.update_gate(auth, headers, client_info)
 
 
 class HandshakeInitialize:

@@ -14,6 +14,12 @@ listener gets its final ``subscriptions/listen`` result.
 a parent: subscribing to ``file:///project`` also reports ``file:///project/a.txt``.
 URIs that no resource or template serves, and that are no parent of one, are left out of
 the acknowledgement (``docs/decisions.md``, "Unknown URIs in resourceSubscriptions").
+
+Under a visibility rule, what a subscriber hears is gated too (:class:`VisibleUpdates`): a
+parent URI covers resources the rule may hide from this caller, so each update is put to
+the rule, with the caller as the subscribing request showed it, before it is sent (a
+listen stream here; a handshake-era session's stream in the transports, which ask for
+their gate with :meth:`Subscriptions.update_gate`).
 """
 
 from __future__ import annotations
@@ -21,18 +27,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
-from .._types import Event, EventListener, JSONDict
+from .._types import Event, EventListener, JSONDict, UpdateGate
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InvalidParams, InvalidRequest
 from ..protocol.jsonrpc import RequestId
 from .bus import SubscriptionBus
 from .context.context import Context
-from .entries.catalogue import ComponentKind
+from .entries.catalogue import Caller, Component, ComponentKind, then
 from .registry import Registry
 
 logger = logging.getLogger("mcpserve.subscriptions")
@@ -116,6 +122,35 @@ class Listener:
             self._wake.clear()
             await self._wake.wait()
         return self.pending.popleft()
+
+
+class VisibleUpdates:
+    """Whether one subscriber hears of an update of ``uri``: a bool, or an awaitable of one
+    for a rule that is not a plain function. Everything passes while the server has no
+    visibility rule, and so does a URI no resource or template serves (nothing to hide)."""
+
+    __slots__ = ("caller", "registry")
+
+    def __init__(self, registry: Registry, caller: Caller) -> None:
+        self.registry = registry
+        self.caller = caller
+
+    def __call__(self, uri: str) -> bool | Awaitable[bool]:
+        rule = self.registry.visibility
+        if rule is None:
+            return True
+        found = self.registry.find_resource(uri)
+        if found is None:
+            return True
+        kind: ComponentKind = "resource" if found[1] is None else "template"
+        shown: bool | Awaitable[bool] = then(
+            rule.shows(self.caller, [Component.of(kind, found[0].wire)]), _first
+        )
+        return shown
+
+
+def _first(flags: list[bool]) -> bool:
+    return flags[0]
 
 
 def _covers(subscribed: str, uri: str) -> bool:
@@ -261,6 +296,15 @@ class Subscriptions:
                 )
                 listener.end()
 
+    def update_gate(
+        self, auth: Auth, headers: Mapping[str, str], client_info: JSONDict | None
+    ) -> UpdateGate:
+        """The gate of a subscriber known by its request's auth and headers (a handshake-era
+        session's stream, which is opened and heard in the transports)."""
+        return VisibleUpdates(
+            self.registry, Caller(auth.principal, auth.scopes, client_info, headers)
+        )
+
     # -- the method ---------------------------------------------------------------------
 
     def honoured(self, requested: dict[str, Any], auth: Auth = ANONYMOUS) -> dict[str, Any]:
@@ -338,6 +382,7 @@ class Subscriptions:
         if self._closing:
             listener.end()  # the server is stopping: acknowledge, then end at once
         subscription = {c.META_SUBSCRIPTION_ID: listener.id}
+        gate = VisibleUpdates(self.registry, Caller.of(ctx)) if listener.uris else None
         try:
             await send(
                 {
@@ -347,10 +392,18 @@ class Subscriptions:
                 }
             )
             while (message := await listener.next()) is not None:
-                await send(message)
+                if gate is None or await _gated_heard(gate, message):
+                    await send(message)
         finally:
             self.listeners.discard(listener)
         return {"_meta": dict(subscription)}
+
+
+async def _gated_heard(gate: VisibleUpdates, message: JSONDict) -> bool:
+    """Whether a listener's client hears ``message``: an update only when the gate shows it."""
+    if message["method"] != "notifications/resources/updated":
+        return True
+    return bool(await _settled(gate(message["params"]["uri"])))
 
 
 def _served(registry: Registry, uri: str, auth: Auth) -> bool:

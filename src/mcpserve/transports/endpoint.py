@@ -11,11 +11,11 @@ read only what is declared here. Those entry points also take anything with an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._types import EventListener, JSONDict, Scope
+from .._types import EventListener, JSONDict, Scope, UpdateGate
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
@@ -55,6 +55,13 @@ class ServerEvents(Protocol):
     def end_listens(self, served_by: Collection[asyncio.Task[object]] | None = None) -> None:
         """End open ``subscriptions/listen`` requests gracefully, each with its final result:
         those ``served_by`` these tasks, or all (and call every ``on_stop``)."""
+        ...
+
+    def update_gate(
+        self, auth: Auth, headers: Mapping[str, str], client_info: JSONDict | None
+    ) -> UpdateGate:
+        """Whether the subscriber this request opens hears of an update of a URI (the
+        server's visibility rule asked with this caller): a bool, or an awaitable of one."""
         ...
 
 

@@ -305,7 +305,7 @@ class HTTPHandshake:
             error = InvalidRequest("Session not found: send initialize to start a new one")
             await send_json(send, 404, error_response(None, error))
         elif method == "GET":
-            await self._get(session, headers, receive, send)
+            await self._get(session, headers, auth, receive, send)
         else:
             await send(
                 {
@@ -317,7 +317,12 @@ class HTTPHandshake:
             await send({"type": "http.response.body", "body": b""})
 
     async def _get(
-        self, session: HTTPSession, headers: Mapping[str, str], receive: Receive, send: Send
+        self,
+        session: HTTPSession,
+        headers: Mapping[str, str],
+        auth: Auth,
+        receive: Receive,
+        send: Send,
     ) -> None:
         """The standalone stream, or a stream resumed after ``Last-Event-ID``.
 
@@ -339,6 +344,8 @@ class HTTPHandshake:
             after = int(number)
         if resumed is None:
             resumed, after = session.open_standalone(), None
+            client_info = session.session.client_info
+            session.gate = self.endpoint.events.update_gate(auth, headers, client_info)
             await self.sessions.standalone(session)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await _pump(session, resumed, after, self.keepalive_seconds, receive, send)

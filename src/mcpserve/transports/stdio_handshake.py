@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._types import JSONDict
+from .._types import JSONDict, UpdateGate
 from ..protocol.core import ANONYMOUS
 from ..protocol.handshake import Era, Session, era_of
 from ..protocol.handshake_state import HandshakeState, Peer, Route
 from ..protocol.jsonrpc import Kind
 from .endpoint import HandshakeFront, ServerEvents
+from .heard import send_heard
 from .outgoing import OutgoingRequests
 
 
@@ -39,6 +40,7 @@ class StdioHandshake:
         self._send = send
         self._state = HandshakeState(Peer.STDIO)
         self._outgoing = OutgoingRequests()
+        self._gate: UpdateGate | None = None
 
     @property
     def session(self) -> Session | None:
@@ -68,6 +70,7 @@ class StdioHandshake:
             self.end()
             self._state.start(session)
             self._outgoing = OutgoingRequests()
+            self._gate = self._events.update_gate(ANONYMOUS, {}, session.client_info)
             self._events.subscribe(self._on_event)
         self._send(response)
 
@@ -78,7 +81,7 @@ class StdioHandshake:
     def _on_event(self, event: JSONDict) -> None:
         message = self._state.hear(event)
         if message is not None:
-            self._send(message)
+            send_heard(message, self._gate, self._send)
 
     def end(self) -> None:
         """The session is over: questions to the client fail, and it hears no more events."""

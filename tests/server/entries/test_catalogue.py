@@ -362,3 +362,58 @@ async def test_a_handshake_era_subscribe_to_a_hidden_resource_is_answered_as_an_
     assert answers == [{}, {}, {}]
     # Nothing kept of the hidden one: none of its updates reach the session.
     assert session.resource_subscriptions == {"notes://nowhere", "notes://open"}
+
+
+def _awaited_rule_server(where: str) -> Server:
+    """Notes under one parent, one hidden by a rule that is awaited: ``async def``, or a
+    mounted server's (the joined rule of a parent is always awaited)."""
+
+    async def only_public(ctx: Any, component: Any) -> bool:
+        await asyncio.sleep(0)
+        return "secret" not in component.tags
+
+    notes = Server("notes")
+    notes.add_resource("notes://open", lambda: "open")
+    notes.add_resource("notes://secret", lambda: "secret", tags={"secret"})
+    notes.visibility(only_public)
+    if where == "own":
+        server = notes
+    else:
+        server = Server("desk")
+        server.mount(notes)
+
+    @server.tool
+    async def touch(uri: str) -> str:
+        await server.notify_resource_updated(uri)
+        return "touched"
+
+    return server
+
+
+@pytest.mark.parametrize("where", ["own", "mounted"])
+async def test_a_handshake_era_parent_subscription_under_an_awaited_rule_hears_only_shown_updates(
+    where: str,
+) -> None:
+    from four_wires import wire
+
+    server = _awaited_rule_server(where)
+    async with wire("stdio-handshake", server) as connection:
+        subscribe = {"jsonrpc": "2.0", "id": "s", "method": "resources/subscribe",
+                     "params": {"uri": "notes://"}}  # fmt: skip
+        connection.send(subscribe)
+        for number, uri in enumerate(("notes://secret", "notes://open")):
+            params = {"name": "touch", "arguments": {"uri": uri}}
+            connection.send(
+                {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}
+            )
+        answered: set[Any] = set()
+        heard: list[str] = []
+        # Every message until both calls are answered and one update is heard: an update of
+        # the hidden resource would come first, as it was announced first.
+        while len(answered) < 3 or not heard:
+            message = await asyncio.wait_for(connection.lines.get(), 5)
+            if message.get("method") == "notifications/resources/updated":
+                heard.append(message["params"]["uri"])
+            elif "id" in message:
+                answered.add(message["id"])
+        assert heard == ["notes://open"]

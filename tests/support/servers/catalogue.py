@@ -3,9 +3,10 @@
 Tools: ``refund`` (tags billing, beta), ``invoice`` (billing), ``echo`` (untagged),
 ``report`` in versions 1 and 2, ``reset`` (admin: shown only to a client named
 "admin-client" or sending ``X-Role: admin``), ``dump`` (internal: hidden by
-``exclude_tags``), and ``switch_beta(on)``, which enables or disables the tag "beta"
-while serving. A prompt ``greet`` and a resource ``notes://beta`` carry the tag "beta" too;
-a resource ``notes://admin`` the tag "admin".
+``exclude_tags``), ``switch_beta(on)``, which enables or disables the tag "beta"
+while serving, and ``touch(uri)``, which announces that resource updated. A prompt
+``greet`` and a resource ``notes://beta`` carry the tag "beta" too; a resource
+``notes://admin`` the tag "admin".
 With ``MCPSERVE_TEST_TOOL_SEARCH=1`` the server lists search_tools and call_tool instead.
 Served over stdio, or HTTP with ``MCPSERVE_TEST_HTTP_PORT`` (``_serve.py``).
 """
@@ -66,6 +67,12 @@ def switch_beta(on: bool) -> str:
     else:
         server.disable(tags={"beta"})
     return f"beta {'on' if on else 'off'}"
+
+
+@server.tool
+async def touch(uri: str) -> str:
+    await server.notify_resource_updated(uri)
+    return f"touched {uri}"
 
 
 @server.prompt(tags={"beta"})

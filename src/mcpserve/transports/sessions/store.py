@@ -22,9 +22,10 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from ..._types import JSONDict
+from ..._types import JSONDict, UpdateGate
 from ...protocol.handshake import Session
 from ...protocol.handshake_state import HandshakeState, Peer
+from ..heard import send_heard
 from ..outgoing import OutgoingRequests
 from ..sse import EventStream
 
@@ -47,6 +48,9 @@ class HTTPSession:
         self.standalone: EventStream | None = None
         self.last_used = time.monotonic()
         self.closed = False
+        #: Which updates its client hears (the visibility rule asked with the caller that
+        #: opened the standalone stream); None: every update it subscribed to.
+        self.gate: UpdateGate | None = None
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
@@ -76,6 +80,10 @@ class HTTPSession:
         """A bus event: the session's notification goes on the standalone stream, if open."""
         message = self.state.hear(event)
         if message is not None and self.standalone is not None and not self.standalone.finished:
+            send_heard(message, self.gate, self._push)
+
+    def _push(self, message: JSONDict) -> None:
+        if self.standalone is not None and not self.standalone.finished:
             self.standalone.push(message)
 
     def close(self) -> None:
