@@ -121,3 +121,43 @@ def test_a_skill_the_parent_already_serves_refuses_the_mount(tmp_path: Path) -> 
     parent.add_skill(Skill("refunds", "Ours", "", prefix="billing"))
     with pytest.raises(ValueError, match=r"skill://billing/refunds/SKILL\.md"):
         parent.mount(billing(tmp_path), namespace="billing")
+
+
+@pytest.mark.parametrize("namespace", ["billing", None])
+async def test_the_childs_visibility_rule_decides_its_skills_in_the_parent(
+    tmp_path: Path, namespace: str | None
+) -> None:
+    child = billing(tmp_path)
+
+    @child.visibility
+    def staff_only(ctx: Any, component: Any) -> bool:
+        # The child's own URI, whatever the parent calls it.
+        return not component.uri.startswith("skill://refunds/") or ctx.principal == "staff"
+
+    parent = Server("app")
+    parent.mount(child, namespace=namespace)
+    base = "skill://billing" if namespace else "skill:/"
+    skill_md = f"{base}/refunds/SKILL.md"
+    email = f"{base}/refunds/examples/email.md"
+
+    async def ask(principal: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from mcpserve.protocol.core import Auth
+        from wire_helpers import request
+
+        return await parent.handle(request(1, method, params), auth=Auth(principal))
+
+    async with parent.running():
+        guest_list = await ask("guest", "skills/list", {})
+        assert guest_list["result"]["skills"] == []
+        for method, params in (
+            ("skills/get", {"uri": skill_md}),
+            ("resources/read", {"uri": email}),
+        ):
+            hidden = await ask("guest", method, params)
+            assert hidden["error"]["code"] == -32602, hidden
+        staff_list = await ask("staff", "skills/list", {})
+        assert [entry["uri"] for entry in staff_list["result"]["skills"]] == [skill_md]
+        read = await ask("staff", "resources/read", {"uri": email})
+        assert read["result"]["contents"][0]["text"] == EMAIL.decode()
+        listed = await ask("guest", "resources/list", {})
+        assert [r["uri"] for r in listed["result"]["resources"]] == []

@@ -83,6 +83,9 @@ class Registry:
         self.own_visibility: VisibilityRule | None = None
         #: The registries of mounted servers: their rules decide their entries here too.
         self.mounted: list[Registry] = []
+        #: Resources a mounted server's skills put here (the skills extension serves them,
+        #: so no wrapper names their origin): by URI, the child's registry and URI.
+        self.copied: dict[str, tuple[Registry, str]] = {}
 
     @property
     def visibility(self) -> VisibilityRule | None:
@@ -102,6 +105,11 @@ class Registry:
         if component.kind == "prompt":
             return self.prompts.get(component.name)
         found = self.resources if component.kind == "resource" else self.templates
+        origin = self.copied.get(component.uri or "") if component.kind == "resource" else None
+        if origin is not None:  # asked as the child's own entry, as a Mounted one is
+            child, uri = origin
+            inner = child.resources.get(uri)
+            return None if inner is None else CopiedEntry(child, inner)
         return found.get(component.uri or "")
 
     def on_change(self, listener: Callable[[ListKind], None]) -> None:
@@ -404,6 +412,17 @@ class Registry:
             else []
         )
         return self.version, built, scoped
+
+
+class CopiedEntry:
+    """A resource a mounted server's skill put in its parent, as the joined visibility rule
+    asks for it: the child's registry, and the child's own entry (``inner``)."""
+
+    __slots__ = ("child_registry", "inner")
+
+    def __init__(self, child_registry: Registry, inner: object) -> None:
+        self.child_registry = child_registry
+        self.inner = inner
 
 
 def is_template(resource: ResourceEntry | TemplateEntry) -> TypeGuard[TemplateEntry]:

@@ -318,9 +318,12 @@ class Mount:
         if not theirs and not self._skills:
             return
         parent = self.parent.use_skills()
+        copied = self.parent.registry.copied
         for uri, (skill, copy) in list(self._skills.items()):
             if theirs.get(uri) is not skill:
                 del self._skills[uri]
+                for path in copy.documents:
+                    copied.pop(copy.file_uri(path), None)
                 if parent.get(copy.uri) is copy:
                     parent.remove(copy.uri)
         from ...extensions.skills.skill import InvalidSkill
@@ -338,6 +341,10 @@ class Mount:
                 )
                 continue
             self._skills[uri] = (skill, copy)
+            # The child's rule decides its files here too (the joined rule finds them).
+            child = self.server.registry
+            for path in skill.documents:
+                copied[copy.file_uri(path)] = (child, skill.file_uri(path))
 
     def _completion_key(self, key: CompletionKey) -> CompletionKey:
         kind, target, argument = key
