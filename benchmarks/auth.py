@@ -379,9 +379,9 @@ def issued_refusals(port: int, issuer: Issuer, audience: str) -> dict[str, bool]
         response = connection.getresponse()
         document = json.loads(response.read())
         itself = audience.removesuffix(httpload.PATH)
-        found["names itself as the authorization server"] = (
-            document.get("authorization_servers") == [itself]
-        )
+        found["names itself as the authorization server"] = document.get(
+            "authorization_servers"
+        ) == [itself]
     finally:
         connection.close()
     return found

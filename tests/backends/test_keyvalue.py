@@ -149,6 +149,25 @@ async def test_a_record_is_gone_once_its_life_passes(place: Place) -> None:
     assert await store.get("long") == b"stays"
 
 
+async def test_get_many_reads_each_key_in_order_absent_and_expired_as_none(place: Place) -> None:
+    store = await place.fresh()
+    await store.put("b", b"bee", LONG)
+    await store.put("short", b"soon gone", SHORT)
+    await store.put("a", b"ay", None)
+    assert await store.get_many(["a", "missing", "b", "short", "a"]) == [
+        b"ay",
+        None,
+        b"bee",
+        b"soon gone",
+        b"ay",
+    ]
+    await asyncio.sleep(PAST)
+    assert await store.get_many(["short", "b"]) == [None, b"bee"]
+    assert await store.get_many([]) == []
+    other = await place.fresh(f"{place.namespace}-other")  # another namespace: none of these
+    assert await other.get_many(["a", "b"]) == [None, None]
+
+
 async def test_put_replaces_the_value_and_its_life(place: Place) -> None:
     store = await place.fresh()
     await store.put("lengthened", b"first", SHORT)

@@ -50,6 +50,10 @@ class KeyValueStore(Protocol):
         """The value, or None when absent or expired."""
         ...
 
+    async def get_many(self, keys: list[str]) -> list[bytes | None]:
+        """The values of ``keys``, in order, read in one step (one round trip)."""
+        ...
+
     async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         """Set ``key`` to ``value`` for ``ttl`` seconds (None: until deleted), replacing any
         value and its life."""
@@ -119,6 +123,9 @@ class MemoryKeyValue:
 
     async def get(self, key: str) -> bytes | None:
         return self._live(key)
+
+    async def get_many(self, keys: list[str]) -> list[bytes | None]:
+        return [self._live(key) for key in keys]
 
     async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         check_value(value)

@@ -16,15 +16,17 @@ How long: ``ttl`` seconds, or less when the result's ``ttlMs`` says so; ``ttlMs:
 server's default policy) means not cached. A tool's result carries no ``ttlMs`` and lives
 ``ttl``.
 
-Staleness: every entry's key holds a generation, one per kind of list (``tools``,
-``prompts``, ``resources``) and one per resource URI, read from the store with each lookup.
-A change this process publishes (a list changed, ``notify_resource_updated(uri)``) writes a
-new, random generation for the kind or the URI, so every instance sharing the store stops
-finding the old entries at once; nobody deletes another instance's entries, which expire by
-themselves. A tools list change also drops cached tool calls, and a prompts one cached
-prompts. A request during which this process published a change waits, before its answer
-leaves, until the new generation is written: once a client has the answer of the call that
-changed something, no instance serves it the old one (``docs/decisions.md``, "Response
+Staleness: there is a generation per kind of list (``tools``, ``prompts``, ``resources``)
+and one per resource URI, and every entry is kept with the generation it was made in. A
+lookup reads the generation and the entry together (``get_many``: one round trip to Redis)
+and takes the entry only if the two agree. A change this process publishes (a list
+changed, ``notify_resource_updated(uri)``) writes a new, random generation for the kind or
+the URI, so every instance sharing the store stops taking the old entries at once; nobody
+deletes another instance's entries, which are overwritten or expire by themselves. A tools
+list change also drops cached tool calls, and a prompts one cached prompts. A request
+during which this process published a change waits, before its answer leaves, until the
+new generation is written: once a client has the answer of the call that changed
+something, no instance serves it the old one (``docs/decisions.md``, "Response
 cache invalidation").
 """
 
@@ -89,19 +91,22 @@ class ResponseCache:
         if self._bumps:
             await asyncio.gather(*self._bumps, return_exceptions=True)
         store = self.store
+        generation_key, key = self._keys(ctx)
         try:
-            key = await self._key(ctx)
-            held = await store.get(key)
+            generation, held = await store.get_many([generation_key, key])
         except StoreUnavailable:
             return await self._answered(call_next)
+        made_in = generation or b"0"
         if held is not None:
-            cached: Result = json.loads(held)
-            return cached
+            kept_in, _, kept = held.partition(b" ")
+            if kept_in == made_in:
+                cached: Result = json.loads(kept)
+                return cached
         result = await self._answered(call_next)
         life = self._life(result)
         if life is not None:
             try:
-                await store.put(key, encode(result), life)
+                await store.put(key, made_in + b" " + encode(result), life)
             except (TypeError, ValueError):
                 pass  # not JSON: the dispatcher answers that, not the cache
             except StoreUnavailable:
@@ -127,20 +132,17 @@ class ResponseCache:
             return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
         return True
 
-    async def _key(self, ctx: Context) -> str:
+    def _keys(self, ctx: Context) -> tuple[str, str]:
+        """The keys of the generation an answer to ``ctx`` belongs to, and of its entry."""
         request = ctx.request
         params = {k: v for k, v in request.params.items() if k != "_meta"}
         if request.method == _READ:
-            generation = await self._generation(f"uri:{params.get('uri')}")
+            of = f"uri:{params.get('uri')}"
         else:
-            generation = await self._generation(f"kind:{_KINDS[request.method]}")
+            of = f"kind:{_KINDS[request.method]}"
         whose = "public" if self._policy.scope == "public" else facts.caller(ctx)
         asked = encode([request.method, params, whose], sort_keys=True)
-        return f"cache:{generation}:{hashlib.sha256(asked).hexdigest()}"
-
-    async def _generation(self, of: str) -> str:
-        held = await self.store.get(f"cache-generation:{of}")
-        return "0" if held is None else held.decode()
+        return f"cache-generation:{of}", f"cache:{hashlib.sha256(asked).hexdigest()}"
 
     def _life(self, result: Result) -> float | None:
         """How long ``result`` may be kept, or None when it may not."""

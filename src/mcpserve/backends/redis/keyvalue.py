@@ -11,6 +11,7 @@ namespaces never see each other's keys.
 
 Every operation is one atomic step on the server, so instances racing on one key agree:
 
+* ``get_many`` is ``MGET``: one round trip for several records;
 * ``put`` is ``SET PX``, ``add`` is ``SET NX PX`` (set only when absent: Redis has
   already dropped an expired key, so an expired record counts as absent);
 * ``take`` is ``GETDEL`` (Redis 6.2 and later): of any number of concurrent takes, one
@@ -124,6 +125,14 @@ class RedisKeyValue:
             "read a record", self._client().get(self._key(key))
         )
         return value
+
+    async def get_many(self, keys: list[str]) -> list[bytes | None]:
+        if not keys:
+            return []
+        values: list[bytes | None] = await self._link.run(
+            "read records", self._client().mget([self._key(key) for key in keys])
+        )
+        return values
 
     async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         check_value(value)

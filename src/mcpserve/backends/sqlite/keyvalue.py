@@ -91,6 +91,9 @@ class SQLiteKeyValue:
     async def get(self, key: str) -> bytes | None:
         return await self._run("read a record", self._get, key)
 
+    async def get_many(self, keys: list[str]) -> list[bytes | None]:
+        return await self._run("read records", self._get_many, keys)
+
     async def put(self, key: str, value: bytes, ttl: float | None) -> None:
         check_value(value)
         check_life(ttl)
@@ -216,6 +219,9 @@ class SQLiteKeyValue:
             .fetchone()
         )
         return None if row is None else row[0]
+
+    def _get_many(self, keys: list[str]) -> list[bytes | None]:
+        return [self._get(key) for key in keys]  # one connection, one trip to the executor
 
     def _put(self, key: str, value: bytes, ttl: float | None) -> None:
         with self._write() as db:
