@@ -1,6 +1,8 @@
 """Rate limits and the response cache hold across instances: three instances of
 ``tests/support/servers/cluster_app.py`` on one Redis (``MCPSERVE_REDIS_URL``, so the
-middleware's default store is that Redis), each asked directly, with no balancer choosing.
+middleware's default store is that Redis), each asked directly, with no balancer choosing,
+and then through each balancer of ``deploy/`` (haproxy and nginx), whichever instance it
+picks: a refusal's status and ``Retry-After`` reach the client through it unchanged.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ from typing import Any
 import httpx2
 import pytest
 
-from cluster import Cluster, Instance, cluster
+from cluster import BALANCERS, Cluster, Instance, cluster
 from wire_helpers import TIMEOUT, Reply, call, default_headers, post, request
 
 pytestmark = pytest.mark.subprocess
 
 
-@pytest.fixture(scope="module")
-def instances(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    directory = tmp_path_factory.mktemp("middleware-cluster")
-    with cluster(directory, "haproxy", env={"MCPSERVE_TEST_CLUSTER_MIDDLEWARE": "1"}) as made:
+@pytest.fixture(scope="module", params=BALANCERS)
+def instances(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    directory = tmp_path_factory.mktemp(f"middleware-cluster-{request.param}")
+    env = {"MCPSERVE_TEST_CLUSTER_MIDDLEWARE": "1"}
+    with cluster(directory, request.param, env=env) as made:
         yield made
 
 
@@ -70,3 +75,37 @@ async def test_an_update_through_one_instance_drops_the_read_cached_by_another(
     fresh = await text(second)  # the update's answer came after the cache learned of it
     assert fresh.startswith(f"{second.pid} #")
     assert await text(first) == fresh
+
+
+async def test_through_the_balancer_a_callers_bucket_holds_whichever_instance_answers(
+    instances: Cluster,
+) -> None:
+    caller = {"x-test-caller": f"caller-{uuid.uuid4()}"}
+    answered_by: list[str] = []
+    async with httpx2.AsyncClient(base_url=instances.base_url, timeout=TIMEOUT) as http:
+        for number in range(3):
+            message = call(number, "whoami", {})
+            reply = await post(http, message, {**default_headers(message), **caller})
+            answered_by.append(reply.result["content"][0]["text"])
+        message = call(3, "whoami", {})
+        refused = await post(http, message, {**default_headers(message), **caller})
+    assert len(set(answered_by)) > 1  # spread over instances, and yet one bucket
+    assert refused.status == 429
+    wait = refused.error["data"]["retryAfterSeconds"]
+    assert 9 < wait <= 10
+    assert refused.headers["retry-after"] == str(math.ceil(wait))
+
+
+async def test_through_the_balancer_every_instance_serves_the_one_cached_answer(
+    instances: Cluster,
+) -> None:
+    key = uuid.uuid4().hex
+    texts: list[str] = []
+    async with httpx2.AsyncClient(base_url=instances.base_url, timeout=TIMEOUT) as http:
+        for number in range(4):
+            message = call(number, "cached_pid", {"key": key})
+            reply = await post(http, message, default_headers(message))
+            texts.append(reply.result["content"][0]["text"])
+    first_pid = int(texts[0].split()[1])
+    assert first_pid in instances.pids
+    assert texts == [texts[0]] * 4
