@@ -20,8 +20,9 @@ Three stores keep the same promises: :class:`MemoryKeyValue` (one process), Redi
 (``backends/redis/keyvalue.py``: every instance) and SQLite (``backends/sqlite/keyvalue.py``:
 every process on one machine). :func:`keyvalue_from_url` picks one by URL; Redis and SQLite
 load only when named. A store that cannot be reached raises :class:`StoreUnavailable`;
-what every store refuses alike (a ttl that is not a positive, finite number of seconds, a
-value that is not bytes, ``incr`` of a key that holds no counter) is ``keyvalue_rules.py``.
+what every store refuses alike (a ttl that is not a positive number of seconds up to ten
+years, a value that is not bytes, ``incr`` of a key that holds no counter) is
+``keyvalue_rules.py``.
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 one store to another (memory in tests, SQLite on one machine, Redis in a cluster) sees the
 same answers to the same mistakes.
 
-* A life (``ttl``) is a positive, finite number of seconds: zero, a negative number, NaN
-  (which compares false to everything, so a record would never expire) and infinity are
-  refused with :class:`ValueError` by every operation that takes one, before the store
-  is touched. ``put`` alone also takes None: no life, the record stays until deleted.
+* A life (``ttl``) is a positive number of seconds, at most ten years: zero, a negative
+  number, NaN (which compares false to everything, so a record would never expire),
+  infinity and a life whose end Redis's clock could not hold are refused with
+  :class:`ValueError` by every operation that takes one, before the store is touched.
+  ``put`` alone also takes None: no life, the record stays until deleted.
 * A value is :class:`bytes`: SQLite would keep a ``str`` as text and give back a ``str``,
   and Redis would encode it, so each store would answer differently; a ``TypeError`` says so.
 * A counter is kept as its decimal digits (``b"3"``): ``incr`` of a key that holds
@@ -34,10 +35,18 @@ class StoreUnavailable(Exception):
     """The store cannot be reached or failed; the operation may not have happened."""
 
 
+#: The longest life a record may be given (ten years): Redis refuses an expiry whose end
+#: overflows its clock, which would read as the store being down.
+MAX_TTL = 10 * 365 * 24 * 3600
+
+
 def check_ttl(ttl: float) -> None:
-    """Refuse a life that is not a positive, finite number of seconds."""
-    if not 0 < ttl < math.inf:
-        raise ValueError(f"ttl must be a positive, finite number of seconds, not {ttl!r}")
+    """Refuse a life that is not a positive number of seconds, at most :data:`MAX_TTL`."""
+    if not 0 < ttl <= MAX_TTL:
+        raise ValueError(
+            f"ttl must be a positive number of seconds, at most {MAX_TTL} (ten years), not "
+            f"{ttl!r}; leave it out (None) for a record that never expires"
+        )
 
 
 def check_life(ttl: float | None) -> None:
