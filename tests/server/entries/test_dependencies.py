@@ -324,33 +324,37 @@ async def test_dependency_overrides_replace_a_dependency_until_removed(connect: 
     assert during == "settings from fake for tools/call; fake for tools/call"
 
 
+def _production_db() -> str:
+    return "production"
+
+
+def _needs_a_url(url: str) -> str:
+    return url
+
+
+def _where_server() -> Server:
+    server = Server("t")
+
+    @server.tool
+    def where(db: Annotated[str, Depends(_production_db)]) -> str:
+        return db
+
+    return server
+
+
 async def test_a_replacement_that_could_never_be_called_fails_the_line_that_sets_it(
     connect: Any,
 ) -> None:
-    server = Server("t")
-
-    def get_db() -> str:
-        return "production"
-
-    def needs_a_url(url: str) -> str:
-        return url
-
-    @server.tool
-    def where(db: Annotated[str, Depends(get_db)]) -> str:
-        return db
-
+    server = _where_server()
     with pytest.raises(TypeError) as raised:
-        server.dependency_overrides[get_db] = needs_a_url
+        server.dependency_overrides[_production_db] = _needs_a_url
     assert str(raised.value) == (
-        "dependency_overrides[test_a_replacement_that_could_never_be_called_fails_the_line_"
-        "that_sets_it.<locals>.get_db] = test_a_replacement_that_could_never_be_called_fails_"
-        "the_line_that_sets_it.<locals>.needs_a_url: Dependency test_a_replacement_that_could_"
-        "never_be_called_fails_the_line_that_sets_it.<locals>.needs_a_url() has the parameter "
-        "'url', which nothing provides: a dependency's parameters are a Context, "
-        "Annotated[T, Depends(...)], or have defaults"
+        "dependency_overrides[_production_db] = _needs_a_url: Dependency _needs_a_url() has "
+        "the parameter 'url', which nothing provides: a dependency's parameters are a "
+        "Context, Annotated[T, Depends(...)], or have defaults"
     )
     with pytest.raises(TypeError, match=r"must be a function that provides the value, not 3: "):
-        server.dependency_overrides[get_db] = 3  # type: ignore[assignment]
+        server.dependency_overrides[_production_db] = 3  # type: ignore[assignment]
     assert len(server.dependency_overrides) == 0  # nothing half-set
     async with connect(server) as client:
         assert text_of(await client.call_tool("where", {})) == "production"
@@ -359,30 +363,16 @@ async def test_a_replacement_that_could_never_be_called_fails_the_line_that_sets
 async def test_a_broken_replacement_put_in_another_mapping_is_answered_naming_the_dependency(
     connect: Any,
 ) -> None:
-    server = Server("t")
-
-    def get_db() -> str:
-        return "production"
-
-    def needs_a_url(url: str) -> str:
-        return url
-
-    @server.tool
-    def where(db: Annotated[str, Depends(get_db)]) -> str:
-        return db
-
-    server.runtime.dependency_overrides = {get_db: needs_a_url}  # a dict reads nothing
+    server = _where_server()
+    server.runtime.dependency_overrides = {_production_db: _needs_a_url}  # a dict reads nothing
     async with connect(server) as client:
         with pytest.raises(MCPError) as raised:
             await client.call_tool("where", {})
     assert raised.value.code == -32603
-    assert raised.value.message.startswith(
-        "The override of dependency test_a_broken_replacement_put_in_another_mapping_is_answered"
-        "_naming_the_dependency.<locals>.get_db cannot be called: Dependency "
-    )
-    assert raised.value.message.endswith(
-        "needs_a_url() has the parameter 'url', which nothing provides: a dependency's "
-        "parameters are a Context, Annotated[T, Depends(...)], or have defaults"
+    assert raised.value.message == (
+        "The override of dependency _production_db cannot be called: Dependency _needs_a_url() "
+        "has the parameter 'url', which nothing provides: a dependency's parameters are a "
+        "Context, Annotated[T, Depends(...)], or have defaults"
     )
 
 
