@@ -91,6 +91,7 @@ class OIDCProxy:
         signing_keys: Sequence[tuple[str, bytes]] | None = None,
         allowed_redirect_uris: Sequence[str] | None = None,
         registrations_per_minute: int = 100,
+        sign_ins_per_minute: int = 60,
         trusted_metadata_hosts: Sequence[str] = (),
         required_scopes: Sequence[str] = (),
         authorization_endpoint: str | None = None,
@@ -146,6 +147,7 @@ class OIDCProxy:
             list(allowed_redirect_uris) if allowed_redirect_uris is not None else None
         )
         self.registrations_per_minute = registrations_per_minute
+        self.sign_ins_per_minute = sign_ins_per_minute
         self.required_scopes = list(required_scopes)
         self.documents = ClientMetadataDocuments(trusted_hosts=trusted_metadata_hosts)
         self._store_given = store
@@ -207,6 +209,7 @@ class OIDCProxy:
             allowed_redirect_uris=self.allowed_redirect_uris,
             registrations_per_minute=self.registrations_per_minute,
             server_name=site.server_name,
+            sign_ins_per_minute=self.sign_ins_per_minute,
         )
         self._mounted = server
         endpoints = {

@@ -456,6 +456,19 @@ async def test_registration_floods_are_rate_limited_per_address(tmp_path: Path) 
         assert limited.headers["retry-after"] == "60"
 
 
+async def test_sign_ins_begun_from_one_address_are_rate_limited(tmp_path: Path) -> None:
+    async with hand(tmp_path) as (_stack, client):
+        assert (await client.register()).status_code == 201
+        url, _, _ = client.authorization_url()
+        statuses = [(await client.http.get(url)).status_code for _ in range(61)]
+        assert statuses[:60] == [200] * 60  # the consent page, each sign-in kept pending
+        assert statuses[60] == 429
+        limited = await client.http.get(url)
+        assert limited.status_code == 429
+        assert limited.headers["retry-after"] == "60"
+        assert "Too many sign-ins from this address" in limited.text
+
+
 # -- client ID metadata documents --------------------------------------------------------------
 
 

@@ -68,6 +68,7 @@ class AuthorizationServer:
         allowed_redirect_uris: Sequence[str] | None,
         registrations_per_minute: int,
         server_name: str,
+        sign_ins_per_minute: int = 60,
     ) -> None:
         self.issuer = issuer
         self.resource = resource
@@ -81,6 +82,8 @@ class AuthorizationServer:
         self.scopes_supported = scopes_supported
         self.allowed_redirect_uris = allowed_redirect_uris
         self.registrations_per_minute = registrations_per_minute
+        #: Sign-ins begun (each kept pending for ten minutes) from one address in a minute.
+        self.sign_ins_per_minute = sign_ins_per_minute
         self.server_name = server_name
         self.secure_cookies = issuer.startswith("https://")
         self.callback_url = f"{issuer}/auth/callback"

@@ -107,6 +107,13 @@ async def authorize(
     except AuthorizationError as exc:
         await send_redirect(send, _back_to_client(server, redirect_uri, state, exc.to_json()))
         return
+    # Each sign-in begun is kept ten minutes: one address may not fill the store with them.
+    if await server.records.sign_ins_from(request.client_address) > server.sign_ins_per_minute:
+        message = "Too many sign-ins from this address; wait a minute and try again."
+        await send_html(
+            send, 429, message_page("Too many sign-ins", message), [(b"retry-after", b"60")]
+        )
+        return
     scopes = server.granted_scopes(params.get("scope"))
     cookie_headers = []
     browser = request.cookie(BROWSER_COOKIE)

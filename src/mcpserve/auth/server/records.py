@@ -143,6 +143,10 @@ class Records:
         """Count one more registration from ``address`` in this minute; the count."""
         return await self.store.incr(f"registrations:{address}", RATE_WINDOW)
 
+    async def sign_ins_from(self, address: str) -> int:
+        """Count one more pending sign-in from ``address`` in this minute; the count."""
+        return await self.store.incr(f"sign-ins:{address}", RATE_WINDOW)
+
     # -- pending authorizations -------------------------------------------------------------
 
     async def save_pending(self, pending: JSONDict) -> str:
