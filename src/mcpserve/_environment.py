@@ -18,6 +18,8 @@ BUS = "MCPSERVE_BUS"
 TASK_STORE = "MCPSERVE_TASK_STORE"
 #: The keys that seal ``requestState``, shared by every process (``mcpserve keygen``).
 STATE_KEYS = "MCPSERVE_STATE_KEYS"
+#: Serve /metrics for Prometheus (``Server(metrics=None)``, ``mcpserve run --metrics``).
+METRICS = "MCPSERVE_METRICS"
 #: Host names and origins the HTTP transport accepts (comma-separated), and its public URL.
 ALLOWED_HOSTS = "MCPSERVE_ALLOWED_HOSTS"
 ALLOWED_ORIGINS = "MCPSERVE_ALLOWED_ORIGINS"

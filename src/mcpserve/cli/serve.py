@@ -88,6 +88,13 @@ NEEDS_HTTP = (
     type=click.FloatRange(0),
     help="stdio: seconds requests still running when stdin closes get to answer.",
 )
+# Metrics: /metrics for Prometheus (docs/observability.md)
+@click.option(
+    "--metrics",
+    is_flag=True,
+    envvar=environment.METRICS,
+    help="HTTP: serve /metrics for Prometheus (summed over --workers).",
+)
 def run(
     target: str,
     use_http: bool,
@@ -100,6 +107,7 @@ def run(
     access_log: bool,
     proxy_headers: bool,
     shutdown_grace: float,
+    metrics: bool,
 ) -> None:
     """Serve TARGET over stdio or HTTP.
 
@@ -115,6 +123,8 @@ def run(
     if use_http:
         require_uvicorn()  # before the target is imported: say what is missing first
     read_env_file(env_file)
+    if metrics:  # the target's Server(metrics=None) reads it, in this process and the workers
+        os.environ[environment.METRICS] = "1"
     if reload:
         serve_reloading(
             target,
@@ -155,18 +165,29 @@ def run(
             environment.WORKER_HOST: host,
         }
     )
-    uvicorn.run(
-        "mcpserve.cli.serve:worker_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        lifespan="on",
-        loop="auto",
-        http="auto",
-        access_log=access_log,
-        proxy_headers=proxy_headers,
-    )
+    with worker_metrics(metrics):
+        uvicorn.run(
+            "mcpserve.cli.serve:worker_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            lifespan="on",
+            loop="auto",
+            http="auto",
+            access_log=access_log,
+            proxy_headers=proxy_headers,
+        )
+
+
+def worker_metrics(metrics: bool) -> contextlib.AbstractContextManager[object]:
+    """With ``--metrics``, the directory the workers add their Prometheus values up in
+    (made before uvicorn starts them, removed once they have all stopped)."""
+    if not metrics:
+        return contextlib.nullcontext()
+    from ..metrics.multiprocess import shared_directory
+
+    return shared_directory()
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from typing import Literal
 from .._types import Result
 from ..backends.keyvalue import KeyValueStore
 from ..backends.keyvalue_rules import StoreUnavailable, check_bucket
+from ..metrics.names import RATE_LIMITED
 from ..protocol import constants as c
 from ..protocol.errors import MCPError
 from ..server.context.context import Context
@@ -93,5 +94,8 @@ class RateLimit:
         except StoreUnavailable:
             return await call_next()  # fail open: see the module's docstring
         if wait > 0:
+            metrics = ctx.runtime.metrics
+            if metrics is not None:
+                metrics.record(RATE_LIMITED, 1, (ctx.request.method,))
             raise RateLimited(wait)
         return await call_next()

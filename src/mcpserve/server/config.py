@@ -4,7 +4,7 @@
 the records each part is built from (:class:`.settings.Settings`, :class:`.runtime.Runtime`,
 the subscription bus, the task store), so no part reads another's options from the server.
 The environment is read here and nowhere else in ``server/``: ``MCPSERVE_REDIS_URL``,
-``MCPSERVE_BUS``, ``MCPSERVE_TASK_STORE`` and ``MCPSERVE_STATE_KEYS``.
+``MCPSERVE_BUS``, ``MCPSERVE_TASK_STORE``, ``MCPSERVE_STATE_KEYS`` and ``MCPSERVE_METRICS``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # auth/ loads only with auth=; extensions/ sits above server/
     from ..auth.tokens import TokenVerifier
     from ..backends.keyvalue import KeyValueStore
     from ..extensions.tasks.records import TaskStore
+    from ..metrics.recorder import Metering
 
 logger = logging.getLogger("mcpserve")
 
@@ -76,6 +77,9 @@ class ServerOptions(TypedDict, total=False):
     # State that outlives a request (ctx.store), and the tools' default timeout
     store: KeyValueStore | str | None
     tool_timeout: float | None
+
+    # Metrics: OpenTelemetry when a meter provider is there, /metrics for Prometheus when True
+    metrics: object
 
 
 #: What an option is when ``Server(...)`` is not given it (the others default to None).
@@ -157,7 +161,20 @@ class ServerConfig:
             state_stores=self.state_stores(),
             tool_timeout=check_timeout(o["tool_timeout"], "Server(tool_timeout=...)"),
             dependency_overrides=DependencyOverrides(),
+            metering=self.metering(),
         )
+
+    def metering(self) -> Metering | None:
+        """What decides the metrics' sinks: ``metrics=`` and ``MCPSERVE_METRICS``."""
+        option = self.options.get("metrics")
+        if option is False:
+            return None
+        from ..metrics.recorder import Metering, enabled
+
+        prometheus = option is True or (
+            option is None and enabled(environment.read(environment.METRICS))
+        )
+        return Metering(option, prometheus=prometheus)
 
     def state_stores(self) -> StateStores:
         """``store=`` (a store or a URL), else the shared Redis when there is one, else this

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # auth/ loads only for a server with auth=; the sealer when u
     from ..auth.mounting import IssuesTokens
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
+    from ..metrics.recorder import Metrics
     from ..protocol.request_state import StateSealer
 
 
@@ -37,6 +38,8 @@ class KeySharing(Protocol):
 
     @property
     def sealer(self) -> StateSealer: ...
+
+    def resolve_metrics(self) -> Metrics | None: ...
 
 
 class SubscriptionParts(Protocol):
@@ -206,3 +209,7 @@ class ServerEndpoint:
 
     def state_key_ring(self) -> list[tuple[str, bytes]]:
         return self._server.runtime.sealer.ring
+
+    @property
+    def metrics(self) -> Metrics | None:
+        return self._server.runtime.resolve_metrics()

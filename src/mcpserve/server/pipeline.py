@@ -1,11 +1,12 @@
 """The one request pipeline of a server, and what is added to it beyond the registry.
 
 A :class:`Pipeline` holds what a server adds around its handlers: middleware, custom
-methods, handlers for client notifications, tracing. :meth:`Pipeline.dispatcher` puts the
-method table together (the core methods, the extensions', the custom ones; each era's
-from the one table, :mod:`.methods`), wraps each handler in the middleware chain that
+methods, handlers for client notifications, tracing, metrics. :meth:`Pipeline.dispatcher`
+puts the method table together (the core methods, the extensions', the custom ones; each
+era's from the one table, :mod:`.methods`), wraps each handler in the middleware chain that
 covers its method (then it no longer runs inline: middleware may await), puts tracing
-outside the middleware (its time belongs in the span), and hands the lot to one
+outside the middleware (its time belongs in the span), metrics outside both
+(``metrics/operations.py``, when the server records any), and hands the lot to one
 :class:`~mcpserve.protocol.core.Dispatcher`. The dispatcher is built on first use and again
 after any change.
 
@@ -125,6 +126,12 @@ class Pipeline:
             if tracer is not None:
                 modern = traced(modern, tracer)
                 handshake = traced(handshake, tracer) if handshake is not None else None
+        metrics = self._runtime.resolve_metrics()
+        if metrics is not None:  # outermost: the duration is all the handler's time
+            from ..metrics.operations import metered
+
+            modern = metered(modern, metrics)
+            handshake = metered(handshake, metrics) if handshake is not None else None
         return Dispatcher(
             modern,
             context=functools.partial(Context, runtime=self._runtime),

@@ -16,6 +16,7 @@ from .loop_watch import DEFAULT_BLOCKING_WARNING_SECONDS, LoopWatch
 if TYPE_CHECKING:  # the thread pool's module and requestState sealing load on first use
     from concurrent.futures import ThreadPoolExecutor
 
+    from ..metrics.recorder import Metering, Metrics
     from ..protocol.request_state import StateSealer
     from .context.store import StateStores
 
@@ -46,6 +47,8 @@ class Runtime:
         "lifespan_state",
         "loop_watch",
         "max_threads",
+        "metering",
+        "metrics",
         "state_stores",
         "tool_timeout",
         "upstream_tokens",
@@ -66,6 +69,7 @@ class Runtime:
         state_stores: StateStores | None = None,
         tool_timeout: float | None = None,
         dependency_overrides: MutableMapping[Callable[..., Any], Callable[..., Any]] | None = None,
+        metering: Metering | None = None,
     ) -> None:
         if answers_without_state not in ("ask", "first-round"):
             raise ValueError('answers_without_state must be "ask" or "first-round"')
@@ -96,6 +100,16 @@ class Runtime:
         self.state_stores = state_stores
         #: Seconds an awaited tool may run unless it names its own ``timeout=``; None: no limit.
         self.tool_timeout = tool_timeout
+        #: Decides what the server records metrics to, when it first answers (None: nothing).
+        self.metering = metering
+        #: Where measurements go (``mcpserve.metrics``), once decided; None: nowhere.
+        self.metrics: Metrics | None = None
+
+    def resolve_metrics(self) -> Metrics | None:
+        """Decide (once) where measurements go, and keep it in :attr:`metrics`."""
+        if self.metering is not None:
+            self.metrics = self.metering.resolve()
+        return self.metrics
 
     async def aclose(self) -> None:
         """Release what serving opened (the store behind ``ctx.store``, if made from a URL)."""

@@ -32,6 +32,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from .._types import Event, EventListener, JSONDict, UpdateGate
+from ..metrics.names import LISTEN_STREAMS
 from ..protocol import constants as c
 from ..protocol.core import ANONYMOUS, Auth
 from ..protocol.errors import InvalidParams, InvalidRequest
@@ -379,6 +380,9 @@ class Subscriptions:
                 honoured["taskIds"] = honoured_ids
         listener = Listener(ctx.request.id, honoured, self.queue_size, asyncio.current_task())
         self.listeners.add(listener)
+        metrics = ctx.runtime.metrics
+        if metrics is not None:
+            metrics.record(LISTEN_STREAMS, 1)
         if self._closing:
             listener.end()  # the server is stopping: acknowledge, then end at once
         subscription = {c.META_SUBSCRIPTION_ID: listener.id}
@@ -396,6 +400,8 @@ class Subscriptions:
                     await send(message)
         finally:
             self.listeners.discard(listener)
+            if metrics is not None:
+                metrics.record(LISTEN_STREAMS, -1)
         return {"_meta": dict(subscription)}
 
 

@@ -32,17 +32,13 @@ from typing import Any
 from .._extras import missing_extra
 from .._types import JSONDict
 from .._version import __version__
+from ..metrics.operations import TARGETS, error_type, result_error_type
 from ..protocol.core import Answer, Handler, answered
 from ..protocol.errors import MCPError
 from .context.context import Context
 
 Tracing = Any  # bool | None | opentelemetry.trace.TracerProvider
 MethodHandler = Callable[[Context], Answer]
-_TARGETS = {
-    "tools/call": "gen_ai.tool.name",
-    "prompts/get": "gen_ai.prompt.name",
-    "resources/read": "mcp.resource.uri",
-}
 
 
 def tracer_for(tracing: Tracing) -> Any | None:
@@ -80,12 +76,12 @@ def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler
     from opentelemetry import propagate
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
-    target_key = _TARGETS.get(method)
+    target_key, target_param = TARGETS.get(method, (None, "name"))
 
     async def in_span(ctx: Context) -> JSONDict:
         request = ctx.request
         params = request.params
-        target = params.get("uri" if method == "resources/read" else "name")
+        target = params.get(target_param)
         target = target if isinstance(target, str) else None
         attributes: dict[str, str] = {
             "mcp.method.name": method,
@@ -110,17 +106,18 @@ def _span_around(method: str, call: MethodHandler, tracer: Any) -> MethodHandler
             try:
                 result = await answered(call(ctx))
             except MCPError as exc:
-                span.set_attribute("error.type", str(exc.code))
+                span.set_attribute("error.type", error_type(exc))
                 span.set_attribute("rpc.jsonrpc.error_code", exc.code)
                 span.set_status(Status(StatusCode.ERROR, exc.message))
                 raise
             except Exception as exc:  # the operator's telemetry: the exception may be recorded
-                span.set_attribute("error.type", type(exc).__qualname__)
+                span.set_attribute("error.type", error_type(exc))
                 span.record_exception(exc)
                 span.set_status(Status(StatusCode.ERROR))
                 raise
-            if result.get("isError") is True:
-                span.set_attribute("error.type", "tool_error")
+            outcome = result_error_type(result)
+            if outcome is not None:
+                span.set_attribute("error.type", outcome)
                 span.set_status(Status(StatusCode.ERROR))
             return result
 

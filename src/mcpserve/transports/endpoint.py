@@ -19,10 +19,11 @@ from .._types import EventListener, JSONDict, Scope, UpdateGate
 from ..protocol.core import Auth, Dispatcher
 from ..protocol.handshake import Session
 
-if TYPE_CHECKING:  # auth/ loads only for a server with auth=
+if TYPE_CHECKING:  # auth/ loads only for a server with auth=; metrics/ with metrics
     from ..auth.mounting import IssuesTokens
     from ..auth.resource import ResourceServer
     from ..auth.tokens import TokenVerifier
+    from ..metrics.recorder import Metrics
 
 
 class HandshakeFront(Protocol):
@@ -128,6 +129,12 @@ class Endpoint(Protocol):
     def state_key_ring(self) -> list[tuple[str, bytes]]:
         """The ``requestState`` key ring, newest first (an authorization server derives
         its keys from it, so every process shares them)."""
+        ...
+
+    @property
+    def metrics(self) -> Metrics | None:
+        """Where the server records measurements (None: nowhere): transports count
+        handshake-era sessions there, and ``/metrics`` reads its Prometheus sink."""
         ...
 
 

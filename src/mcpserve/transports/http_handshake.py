@@ -102,7 +102,9 @@ class HTTPHandshake:
             if endpoint.redis_url
             else None
         )
-        local = SessionStore(max_sessions=max_sessions, idle_seconds=idle_seconds)
+        local = SessionStore(
+            max_sessions=max_sessions, idle_seconds=idle_seconds, metrics=endpoint.metrics
+        )
         self.sessions = SessionDirectory(local, shared, endpoint.events)
 
     def route(self, message: JSONDict, kind: Kind, headers: Mapping[bytes, bytes]) -> Route:

@@ -92,6 +92,10 @@ def build_http_app(
         allowed_origins=allowed_origins,
         public_url=public_url,
     )
+    from .metrics_route import metrics_routes
+
+    # Yours win: a route of your own at /metrics replaces the server's.
+    routes = {**metrics_routes(endpoint, policy), **(routes or {})}
     return HTTPApp(
         endpoint,
         path=path,

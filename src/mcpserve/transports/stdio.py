@@ -77,7 +77,9 @@ class StdioSession:
         #: The handshake era's side of this connection (None when the server has none).
         front = self.endpoint.handshake
         self.handshake = (
-            StdioHandshake(front, self.endpoint.events, self.send) if front is not None else None
+            StdioHandshake(front, self.endpoint.events, self.send, self.endpoint.metrics)
+            if front is not None
+            else None
         )
 
     def send(self, message: JSONDict) -> None:

@@ -17,7 +17,9 @@ Changes on the server's event stream reach the session as its notifications, on 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .._types import JSONDict, UpdateGate
 from ..protocol.core import ANONYMOUS
@@ -28,16 +30,25 @@ from .endpoint import HandshakeFront, ServerEvents
 from .heard import send_heard
 from .outgoing import OutgoingRequests
 
+if TYPE_CHECKING:  # loads only for a server that records metrics
+    from ..metrics.recorder import Metrics
+
 
 class StdioHandshake:
     """The handshake-era side of one stdio connection."""
 
     def __init__(
-        self, front: HandshakeFront, events: ServerEvents, send: Callable[[JSONDict], None]
+        self,
+        front: HandshakeFront,
+        events: ServerEvents,
+        send: Callable[[JSONDict], None],
+        metrics: Metrics | None = None,
     ) -> None:
         self._front = front
         self._events = events
         self._send = send
+        self._metrics = metrics
+        self._began = 0.0
         self._state = HandshakeState(Peer.STDIO)
         self._outgoing = OutgoingRequests()
         self._gate: UpdateGate | None = None
@@ -69,6 +80,9 @@ class StdioHandshake:
         if session is not None:
             self.end()
             self._state.start(session)
+            self._began = time.monotonic()
+            if self._metrics is not None:
+                self._metrics.session_opened(session.version)
             self._outgoing = OutgoingRequests()
             self._gate = self._events.update_gate(ANONYMOUS, {}, session.client_info)
             self._events.subscribe(self._on_event)
@@ -85,6 +99,9 @@ class StdioHandshake:
 
     def end(self) -> None:
         """The session is over: questions to the client fail, and it hears no more events."""
+        session = self._state.session
+        if session is not None and self._metrics is not None:
+            self._metrics.session_closed(session.version, self._began, ended=True)
         self._events.unsubscribe(self._on_event)
         self._outgoing.close()
         self._state.end()

@@ -16,6 +16,8 @@ from collections.abc import Awaitable
 from typing import Any
 
 from ..._extras import require
+from ...metrics.names import REDIS_ERRORS
+from ...metrics.recorder import record_everywhere
 from .bus import redact
 
 
@@ -64,6 +66,7 @@ class RedisLink:
         try:
             outcome = await operation
         except Exception as exc:  # redis-py raises its own ConnectionError, TimeoutError, ...
+            record_everywhere(REDIS_ERRORS, 1, (self._name,))
             if self.available:
                 self._logger.warning(
                     "%s: Redis at %s is unavailable (%s: %s) while trying to %s; %s",

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol
 
 from ..._types import JSONDict, Result, UserFunction
+from ...metrics.names import TASKS
 from ...protocol import constants as c
 from ...protocol.capabilities import missing_capabilities
 from ...protocol.core import Request, answered
@@ -75,6 +76,20 @@ class RunningTask:
         #: Key on the wire -> (what was asked, the answer to come).
         self._pending: dict[str, tuple[InputRequest, asyncio.Future[Any]]] = {}
         self._keys = 0
+        #: The status ``mcpserve.tasks`` counts this task under, once counted.
+        self._counted: str | None = None
+        self.count_status()
+
+    def count_status(self) -> None:
+        """Move this task to its current status in ``mcpserve.tasks`` (metrics on)."""
+        metrics = self.tasks.runtime.metrics
+        status = self.record.status
+        if metrics is None or status == self._counted:
+            return
+        if self._counted is not None:
+            metrics.record(TASKS, -1, (self._counted,))
+        metrics.record(TASKS, 1, (status,))
+        self._counted = status
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> JSONDict:
         """Park the task until the client answers every question (``tasks/update``)."""
@@ -156,6 +171,7 @@ class RunningTask:
         await self._changed()
 
     async def _changed(self) -> None:
+        self.count_status()
         self.record.touch()
         await self.tasks.changed(self.record)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from typing import Any
 
 from ..._types import JSONDict
@@ -66,6 +67,7 @@ class SessionDirectory:
         :class:`StoreUnavailable`."""
         if self.shared is not None and not await self.shared.create(session.id, session.session):
             raise TooManySessions
+        session.began_here = time.monotonic()
         self.local.add(session)
         self._keep_alive()
 
@@ -144,7 +146,7 @@ class SessionDirectory:
         if self._keeper is not None:
             self._keeper.cancel()
             self._keeper = None
-        self.local.close_all()
+        self.local.close_all(ended=self.shared is None)
 
     async def aclose(self) -> None:
         self.close()

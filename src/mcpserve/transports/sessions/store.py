@@ -20,7 +20,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._types import JSONDict, UpdateGate
 from ...protocol.handshake import Session
@@ -28,6 +28,9 @@ from ...protocol.handshake_state import HandshakeState, Peer
 from ..heard import send_heard
 from ..outgoing import OutgoingRequests
 from ..sse import EventStream
+
+if TYPE_CHECKING:  # loads only for a server that records metrics
+    from ...metrics.recorder import Metrics
 
 MAX_STREAMS_PER_SESSION = 32
 
@@ -51,6 +54,10 @@ class HTTPSession:
         #: Which updates its client hears (the visibility rule asked with the caller that
         #: opened the standalone stream); None: every update it subscribed to.
         self.gate: UpdateGate | None = None
+
+        #: When this process began the session (``time.monotonic()``), for its duration;
+        #: None for a session begun elsewhere and served here too.
+        self.began_here: float | None = None
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
@@ -114,9 +121,11 @@ class SessionStore:
         *,
         max_sessions: int = 1000,
         idle_seconds: float = 1800.0,
+        metrics: Metrics | None = None,
     ) -> None:
         self.max_sessions = max_sessions
         self.idle_seconds = idle_seconds
+        self._metrics = metrics
         self._sessions: OrderedDict[str, HTTPSession] = OrderedDict()
 
     def __len__(self) -> int:
@@ -127,6 +136,8 @@ class SessionStore:
         if len(self._sessions) >= self.max_sessions:
             raise TooManySessions
         self._sessions[session.id] = session
+        if self._metrics is not None:
+            self._metrics.session_opened(session.session.version)
 
     def __iter__(self) -> Iterator[HTTPSession]:
         return iter(list(self._sessions.values()))
@@ -146,11 +157,15 @@ class SessionStore:
         self._sessions.move_to_end(session_id)
         return session
 
-    def remove(self, session_id: str) -> bool:
+    def remove(self, session_id: str, *, ended: bool = True) -> bool:
+        """Close this process's part of a session; ``ended``: the session is over (not
+        only here), which its duration counts."""
         session = self._sessions.pop(session_id, None)
         if session is None:
             return False
         session.close()
+        if self._metrics is not None:
+            self._metrics.session_closed(session.session.version, session.began_here, ended=ended)
         return True
 
     def sweep(self) -> None:
@@ -159,6 +174,6 @@ class SessionStore:
         for session_id in expired:
             self.remove(session_id)
 
-    def close_all(self) -> None:
+    def close_all(self, *, ended: bool = True) -> None:
         for session_id in list(self._sessions):
-            self.remove(session_id)
+            self.remove(session_id, ended=ended)
