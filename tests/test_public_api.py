@@ -68,6 +68,10 @@ LAZY_MODULES = (
     "mcpserve.auth",
     "jsonschema",  # only for hand-written inputSchema
     "opentelemetry",
+    "prometheus_client",  # /metrics, for servers with metrics=True
+    "mcpserve.metrics.prometheus",
+    "mcpserve.metrics.otel",
+    "mcpserve.metrics.operations",  # the measured method table, for servers that record metrics
     "mcpserve.client",  # for tests and tools, not servers
     "mcpserve.proxy",  # only for proxies and gateways (Server.proxy, Server.gateway)
     "mcpserve.transports",
@@ -155,6 +159,28 @@ def test_a_server_with_a_tool_and_a_plain_resource_still_loads_nothing_optional(
     )
     modules = _modules_after(code)
     assert [name for name in LAZY_MODULES if _loaded(modules, name)] == []
+
+
+@pytest.mark.subprocess
+def test_a_server_answering_without_metrics_loads_neither_prometheus_nor_the_measuring() -> None:
+    code = (
+        "import asyncio\n"
+        "from mcpserve import Server\n"
+        "server = Server('s', metrics=False, tracing=False)\n"
+        "@server.tool\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "message = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': {'name': 'echo',\n"
+        "    'arguments': {'text': 'hi'}, '_meta': {'io.modelcontextprotocol/protocolVersion':\n"
+        "    '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}}}}\n"
+        "answer = asyncio.run(server.handle(message))\n"
+        "assert answer['result']['content'][0]['text'] == 'hi', answer\n"
+    )
+    modules = _modules_after(code)
+    assert "mcpserve.server.pipeline" in modules  # it answered
+    loaded = [name for name in ("prometheus_client", "opentelemetry", "mcpserve.metrics.operations")
+              if _loaded(modules, name)]  # fmt: skip
+    assert loaded == []
 
 
 @pytest.mark.subprocess
