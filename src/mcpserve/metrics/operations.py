@@ -11,8 +11,9 @@ attribute names what a request names: a tool, a prompt, a resource. Spans
 (``recorder.py``); like tracing, a server that does not is not wrapped and pays nothing.
 Unlike a span, a measurement needs nothing around an awaited call: a handler that answers
 at once is measured at once and still runs inline (no task, no stream), so metrics cost
-the fast path two clock reads and a few dict lookups. Each request adds one to
-``mcpserve.requests.in_flight`` while it runs, and records its duration in
+the fast path two clock reads and a dict lookup. Each request that waits adds one to
+``mcpserve.requests.in_flight`` while it does (one answered at once holds the event loop:
+no scrape can see it running), and each records its duration in
 ``mcp.server.operation.duration`` with ``mcp.method.name``, ``mcp.protocol.version``,
 ``error.type`` and, for ``tools/call``, ``gen_ai.tool.name``: the tool's name when the
 server has that tool (a name no tool has is left out, so that callers cannot make a series
@@ -28,8 +29,8 @@ from typing import Protocol, TypeVar
 from .._types import JSONDict
 from ..protocol.core import Answer, Handler, HandlerContext, Request
 from ..protocol.errors import MCPError
-from .names import IN_FLIGHT, OPERATION_DURATION
-from .recorder import Metrics
+from .names import IN_FLIGHT, OPERATION_DURATION, Bound
+from .recorder import Metrics, one_call
 
 TOOL_ERROR = "tool_error"
 #: The attribute of each method's target, and the parameter that names it.
@@ -77,32 +78,38 @@ def metered(table: Mapping[str, Handler[C]], metrics: Metrics) -> dict[str, Hand
 
 def _measured(method: str, call: Callable[[C], Answer], metrics: Metrics) -> Callable[[C], Answer]:
     names_tool = method == "tools/call"
-    in_flight = metrics.bound(IN_FLIGHT, (method,))
-    record = metrics.record
+    in_flight = one_call(metrics.bound(IN_FLIGHT, (method,)))
+    #: The duration's recording call by (tool, error, version): bound once each.
+    durations: dict[tuple[str | None, str | None, str], Bound] = {}
 
     def finish(ctx: C, started: float, error: str | None) -> None:
         seconds = perf_counter() - started
-        for add in in_flight:
-            add(-1)
         request = ctx.request
         tool = None
         if names_tool and request.target is not None:
             name = request.params.get("name")
             tool = name if isinstance(name, str) else None
-        record(OPERATION_DURATION, seconds, (method, tool, error, request.meta.protocol_version))
+        key = (tool, error, request.meta.protocol_version)
+        observe = durations.get(key)
+        if observe is None:
+            observe = durations[key] = one_call(metrics.bound(OPERATION_DURATION, (method, *key)))
+        observe(seconds)
 
     async def awaited(ctx: C, started: float, pending: Awaitable[JSONDict]) -> JSONDict:
+        # In flight only while it waits: an answer given at once held the event loop, so
+        # no scrape could have seen it running.
+        in_flight(1)
         try:
             result = await pending
         except BaseException as exc:  # cancelled too: the request is no longer in flight
+            in_flight(-1)
             finish(ctx, started, error_type(exc))
             raise
+        in_flight(-1)
         finish(ctx, started, result_error_type(result))
         return result
 
     def measured(ctx: C) -> Answer:
-        for add in in_flight:
-            add(1)
         started = perf_counter()
         try:
             answer = call(ctx)

@@ -87,6 +87,18 @@ def record_everywhere(series: Series, amount: float, values: Values = ()) -> Non
         metrics.record(series, amount, values)
 
 
+def one_call(bound: tuple[Bound, ...]) -> Bound:
+    """The recording calls of all sinks as one call (the sink's own when there is one)."""
+    if len(bound) == 1:
+        return bound[0]
+
+    def each(amount: float) -> None:
+        for call in bound:
+            call(amount)
+
+    return each
+
+
 class Metering:
     """Decides, once, what a server records to: ``Server(metrics=...)`` and the environment.
 
