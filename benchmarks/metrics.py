@@ -134,9 +134,8 @@ def main() -> None:
         p50 = statistics.median(s["p50_ms"] for s in samples[name])
         p99 = statistics.median(s["p99_ms"] for s in samples[name])
         cpu = statistics.median(s["cpu_us"] for s in samples[name])
-        print(
-            f"| {label} | {rps:,.0f} | {rps / base:.2f}\N{MULTIPLICATION SIGN} | {p50:.2f} | {p99:.2f} | {cpu:.0f} |"
-        )
+        ratio = f"{rps / base:.2f}\N{MULTIPLICATION SIGN}"
+        print(f"| {label} | {rps:,.0f} | {ratio} | {p50:.2f} | {p99:.2f} | {cpu:.0f} |")
     per_round = [
         p["rps"] / o["rps"] for p, o in zip(samples["prometheus"], samples["off"], strict=True)
     ]
