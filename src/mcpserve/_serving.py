@@ -37,6 +37,9 @@ class HTTPOptions(TypedDict, total=False):
     max_sessions: int
     session_idle_seconds: float
     max_requests_per_session: int
+    # Health: the liveness and readiness probes' paths (None: not served)
+    health_path: str | None
+    ready_path: str | None
 
 
 class StdioOptions(TypedDict, total=False):

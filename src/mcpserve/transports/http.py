@@ -72,6 +72,7 @@ from ..protocol.handshake_state import Route
 from ..protocol.jsonrpc import Kind, classify, error_response, loads, readable_id
 from .disconnects import DisconnectWatch
 from .endpoint import Endpoint, Servable, endpoint_of
+from .health import HealthRoutes, ServingState
 from .http_handshake import SESSION_HEADER, HTTPHandshake
 from .origin import OriginPolicy
 from .responses import (
@@ -123,6 +124,8 @@ class HTTPApp:
         max_sessions: int = 1000,
         session_idle_seconds: float = 1800.0,
         max_requests_per_session: int = 64,
+        health_path: str | None = "/healthz",
+        ready_path: str | None = "/readyz",
     ) -> None:
         if authenticate is not None and resource_server is not None:
             raise TypeError("Give auth= (OAuth bearer tokens) or authenticate=, not both")
@@ -147,6 +150,16 @@ class HTTPApp:
         self._lifespan_pending = endpoint.has_lifespan
         self._late_start: asyncio.Future[None] | None = None
         self._accepted_hosts: set[bytes | None] = set()
+        #: Started, draining, stopping: what /readyz reports and a SIGTERM changes (drain.py).
+        self.state = ServingState(started=not endpoint.has_lifespan)
+        self.health = HealthRoutes(
+            self.state,
+            self.origin_policy,
+            health_path=health_path,
+            ready_path=ready_path,
+            redis_url=endpoint.redis_url,
+            running=lambda: endpoint.is_running,
+        )
         #: The handshake era's side of this app (None when the server has none).
         self.handshake = (
             HTTPHandshake(
@@ -184,12 +197,14 @@ class HTTPApp:
                     logger.exception("Lifespan startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
+                self.state.started = True
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self.handshake is not None:
                     await self.handshake.aclose()
                 if self.resource_server is not None:
                     await self.resource_server.aclose()
+                await self.health.aclose()
                 if self._lifespan_context is not None:
                     await self._lifespan_context.__aexit__(None, None, None)
                 await send({"type": "lifespan.shutdown.complete"})
@@ -211,6 +226,10 @@ class HTTPApp:
         if path != self.path and path.rstrip("/") != self.path:
             if scope["path"] in self._metadata_paths:
                 await self._metadata(scope["method"], send)
+                return
+            if path in self.health.paths:  # after the Host check, before any auth
+                named = _text(hh.header_bytes(scope["headers"]).get(b"host"))
+                await self.health.answer(path, scope["method"], named, send)
                 return
             route = self.routes.get(path)
             if route is not None:
@@ -335,6 +354,7 @@ class HTTPApp:
         )
         self._lifespan_context = self.endpoint.running()
         await self._lifespan_context.__aenter__()
+        self.state.started = True
 
     def challenge(self, error: JSONDict) -> list[tuple[bytes, bytes]]:
         """The ``WWW-Authenticate`` step-up challenge of a 403 for missing scopes."""

@@ -57,6 +57,8 @@ def build_http_app(
     max_sessions: int = 1000,
     session_idle_seconds: float = 1800.0,
     max_requests_per_session: int = 64,
+    health_path: str | None = "/healthz",
+    ready_path: str | None = "/readyz",
 ) -> HTTPApp:
     """See :meth:`Server.http_app`."""
     from .http import HTTPApp
@@ -108,6 +110,8 @@ def build_http_app(
         max_sessions=max_sessions,
         session_idle_seconds=session_idle_seconds,
         max_requests_per_session=max_requests_per_session,
+        health_path=health_path,
+        ready_path=ready_path,
     )
 
 
