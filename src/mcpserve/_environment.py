@@ -30,6 +30,10 @@ XDG_CACHE_HOME = "XDG_CACHE_HOME"
 #: The OAuth client ``mcpserve`` commands get tokens as (read by click, for their options).
 CLIENT_ID = "MCPSERVE_CLIENT_ID"
 CLIENT_SECRET = "MCPSERVE_CLIENT_SECRET"
+#: Graceful drain over HTTP: the seconds /readyz fails before the process stops, and the
+#: seconds requests still running get after that (``--drain-seconds``, ``--shutdown-grace``).
+DRAIN_SECONDS = "MCPSERVE_DRAIN_SECONDS"
+SHUTDOWN_GRACE = "MCPSERVE_SHUTDOWN_GRACE"
 #: What ``mcpserve run --workers`` and ``--reload`` hand each worker process they start.
 WORKER_TARGET = "MCPSERVE_WORKER_TARGET"
 WORKER_PATH = "MCPSERVE_WORKER_PATH"

@@ -51,3 +51,6 @@ class StdioOptions(TypedDict, total=False):
 
 class ServeOptions(HTTPOptions, StdioOptions, total=False):
     """``server.run(transport, ...)``: the options of the transport it serves."""
+
+    # Graceful drain over HTTP (``shutdown_grace`` above bounds the requests still running)
+    drain_seconds: float | None

@@ -187,6 +187,7 @@ async def test_http_signal_ends_open_listens_with_their_final_result(
                 assert same_id(result["_meta"][SUB], stream.listen_id)
                 assert result["_meta"][INFO] == {"name": "subs-wire", "version": "2.0.0"}
                 assert [e.get("method") for e in stream.events] == [ACK, None]
+                assert stream.retry == 1000  # reconnect in a second, elsewhere
         code = await asyncio.to_thread(srv.process.wait, TIMEOUT)
         log = srv.log.read_text()
     # uvicorn re-raises the signal it caught once it has shut down gracefully: SIGTERM then

@@ -142,6 +142,8 @@ class SSEStream:
         self._lines = response.aiter_lines()
         self.comments = 0
         self.events: list[dict[str, Any]] = []
+        #: The last ``retry`` field received (milliseconds), if any: a stopping server's hint.
+        self.retry: int | None = None
         self.ended = False
 
     async def _line(self, within: float) -> str | None:
@@ -170,6 +172,9 @@ class SSEStream:
                     continue
                 assert len(data) == 1, f"an event must be exactly one data line: {data}"
                 return self._validate(json.loads(data[0][len("data: ") :]))
+            if line.startswith("retry: "):
+                self.retry = int(line[len("retry: ") :])
+                continue
             assert line.startswith("data: "), line
             data.append(line)
 

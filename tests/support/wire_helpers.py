@@ -74,6 +74,9 @@ def child_env(**extra: str) -> dict[str, str]:
     env.pop("MCPSERVE_ALLOWED_ORIGINS", None)
     env.pop("MCPSERVE_PUBLIC_URL", None)
     env["PYTHONUNBUFFERED"] = "1"
+    # A served process stops at once on SIGTERM, as the tests that stop one expect; the drain
+    # tests (tests/transports/test_drain.py) set the window they test.
+    env["MCPSERVE_DRAIN_SECONDS"] = "0"
     env.update(extra)
     return env
 

@@ -29,11 +29,16 @@ from typing import Any
 import click
 
 from .. import _environment as environment
+from ..transports.drain import (
+    DEFAULT_DRAIN_SECONDS,
+    DEFAULT_HTTP_SHUTDOWN_GRACE,
+    drain_on_exit_signals,
+)
 from ..transports.serve import (
     PortUnavailable,
     check_port,
-    end_listens_on_exit_signals,
     require_shared_state,
+    seconds_from_environment,
 )
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
@@ -81,12 +86,21 @@ NEEDS_HTTP = (
     is_flag=True,
     help="HTTP: let uvicorn take client addresses from X-Forwarded-For (off by default).",
 )
+# Graceful drain (HTTP) and the grace of requests still running (both transports)
 @click.option(
     "--shutdown-grace",
-    default=DEFAULT_SHUTDOWN_GRACE,
-    show_default=True,
     type=click.FloatRange(0),
-    help="stdio: seconds requests still running when stdin closes get to answer.",
+    envvar=environment.SHUTDOWN_GRACE,
+    help=f"Seconds requests still running get to answer once the server stops (stdio: "
+    f"stdin closed; HTTP: after the drain) [default: {DEFAULT_SHUTDOWN_GRACE:g} for stdio, "
+    f"{DEFAULT_HTTP_SHUTDOWN_GRACE:g} for HTTP].",
+)
+@click.option(
+    "--drain-seconds",
+    type=click.FloatRange(0),
+    envvar=environment.DRAIN_SECONDS,
+    help=f"HTTP: on SIGTERM, seconds /readyz fails while requests are still answered, "
+    f"before the server stops [default: {DEFAULT_DRAIN_SECONDS:g}].",
 )
 # Metrics: /metrics for Prometheus (docs/observability.md)
 @click.option(
@@ -106,7 +120,8 @@ def run(
     env_file: Path | None,
     access_log: bool,
     proxy_headers: bool,
-    shutdown_grace: float,
+    shutdown_grace: float | None,
+    drain_seconds: float | None,
     metrics: bool,
 ) -> None:
     """Serve TARGET over stdio or HTTP.
@@ -137,8 +152,13 @@ def run(
         return
     server = load_server(target)
     if not use_http:
-        server.run("stdio", shutdown_grace=shutdown_grace)
+        grace = DEFAULT_SHUTDOWN_GRACE if shutdown_grace is None else shutdown_grace
+        server.run("stdio", shutdown_grace=grace)
         return
+    if drain_seconds is None:
+        drain_seconds = DEFAULT_DRAIN_SECONDS
+    if shutdown_grace is None:
+        shutdown_grace = DEFAULT_HTTP_SHUTDOWN_GRACE
     if workers == 1:
         with start_failures_said():
             server.run(
@@ -148,6 +168,8 @@ def run(
                 path=path,
                 access_log=access_log,
                 proxy_headers=proxy_headers,
+                drain_seconds=drain_seconds,
+                shutdown_grace=shutdown_grace,
             )
         return
     try:
@@ -163,6 +185,7 @@ def run(
             environment.WORKER_TARGET: target,
             environment.WORKER_PATH: path,
             environment.WORKER_HOST: host,
+            environment.DRAIN_SECONDS: str(drain_seconds),  # each worker drains
         }
     )
     with worker_metrics(metrics):
@@ -177,6 +200,7 @@ def run(
             http="auto",
             access_log=access_log,
             proxy_headers=proxy_headers,
+            timeout_graceful_shutdown=shutdown_grace,  # type: ignore[arg-type]
         )
 
 
@@ -274,13 +298,15 @@ def require_uvicorn() -> None:
 def worker_app() -> Any:
     """The ASGI app of one process started by ``run --workers N`` or ``run --reload``."""
     server = load_server(environment.read(environment.WORKER_TARGET) or "")
-    end_listens_on_exit_signals(server)  # uvicorn stops a worker with SIGTERM
     path, host = (
         environment.read(environment.WORKER_PATH),
         environment.read(environment.WORKER_HOST),
     )
     app = server.http_app(path or "/mcp", bind_host=host)
     app.sole_process = environment.read(environment.WORKER_SOLE) == "1"  # type: ignore[attr-defined]
+    # uvicorn's supervisor stops each worker with SIGTERM: each drains as one process does.
+    drain = seconds_from_environment(environment.DRAIN_SECONDS)
+    drain_on_exit_signals(server, app.state, 0.0 if drain is None else drain)  # type: ignore[attr-defined]
     return app
 
 

@@ -84,6 +84,7 @@ from .responses import (
     send_json_bytes,
     send_plain,
 )
+from .sse import STOPPING_RETRY_MS
 
 if TYPE_CHECKING:  # auth/ loads only for a server with auth=
     from ..auth.resource import ResourceServer
@@ -431,7 +432,8 @@ class HTTPApp:
             else:  # None: the client went away, and the handler was cancelled
                 finished = await self._disconnects.run(answer, receive, request.id)
             if finished is not None:
-                await stream.finish(finished, request.http_status)
+                retry = STOPPING_RETRY_MS if self.state.stopping else None
+                await stream.finish(finished, request.http_status, retry)
         finally:
             stream.close()
             if request.after_response:

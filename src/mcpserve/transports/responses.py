@@ -89,13 +89,20 @@ class ResponseStream:
             self._keepalive.cancel()
             self._keepalive = None
 
-    async def finish(self, response: JSONDict, status: int | None = None) -> None:
+    async def finish(
+        self, response: JSONDict, status: int | None = None, retry_ms: int | None = None
+    ) -> None:
+        """The answer; on a stream, after a ``retry`` hint when ``retry_ms`` is given (the
+        server is stopping: the client should reconnect, elsewhere, after that long)."""
         self.close()
         if not self._started:
             await send_answer(self._send, response, self._challenge, status)
             return
+        body = sse_event(response)
+        if retry_ms is not None:
+            body = b"retry: %d\n\n%s" % (retry_ms, body)
         async with self.lock:
-            await self._send({"type": "http.response.body", "body": sse_event(response)})
+            await self._send({"type": "http.response.body", "body": body})
 
 
 @functools.lru_cache(maxsize=64)

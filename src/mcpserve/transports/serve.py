@@ -26,15 +26,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
-import signal
 import socket
-import threading
 from collections.abc import Mapping
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from .. import _environment as environment
 from .._extras import needs_extra
 from .._serving import Authenticate
+from .drain import DEFAULT_DRAIN_SECONDS, DEFAULT_HTTP_SHUTDOWN_GRACE, drain_on_exit_signals
 from .endpoint import Endpoint, Servable, endpoint_of
 
 if TYPE_CHECKING:
@@ -132,9 +131,15 @@ def run_http(
     log_level: str,
     access_log: bool = False,
     proxy_headers: bool = False,
+    drain_seconds: float | None = None,
+    shutdown_grace: float | None = DEFAULT_HTTP_SHUTDOWN_GRACE,
     **app_options: Any,
 ) -> None:
-    """Serve with uvicorn until SIGINT/SIGTERM, ending subscriptions gracefully first.
+    """Serve with uvicorn until SIGINT/SIGTERM, draining first (``drain.py``).
+
+    On SIGTERM ``/readyz`` fails at once, requests are still answered for ``drain_seconds``
+    (``$MCPSERVE_DRAIN_SECONDS`` when not given, else 5), then requests still running get
+    ``shutdown_grace`` seconds (None: as long as they take) before they are cancelled.
 
     uvicorn picks its fast parts by itself (``loop`` and ``http`` "auto": uvloop and
     httptools, which the ``http`` extra installs where the platform has them). The access
@@ -151,9 +156,12 @@ def run_http(
         endpoint = endpoint_of(server)
         app = build_http_app(endpoint, path, bind_host=host, **app_options)
         app.sole_process = True
+        if drain_seconds is None:
+            drain_seconds = seconds_from_environment(environment.DRAIN_SECONDS)
+        drain = DEFAULT_DRAIN_SECONDS if drain_seconds is None else drain_seconds
 
         def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
-            end_listens_on_exit_signals(endpoint)
+            drain_on_exit_signals(endpoint, app.state, drain)
             return app
 
         config = uvicorn.Config(
@@ -167,11 +175,28 @@ def run_http(
             http="auto",
             access_log=access_log,
             proxy_headers=proxy_headers,
+            # Typed int by uvicorn, used as asyncio.timeout's delay: a float is fine.
+            timeout_graceful_shutdown=shutdown_grace,  # type: ignore[arg-type]
         )
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
             _announcing(uvicorn.Server)(config).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def seconds_from_environment(name: str) -> float | None:
+    """A number of seconds set in the environment variable ``name``, or None when unset.
+    Raises ``ValueError`` naming the variable when it is not a number of seconds."""
+    raw = environment.read(name)
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also refuses nan
+        raise ValueError(f"{name} must be a number of seconds (0 or more), not {raw!r}")
+    return seconds
 
 
 def _announcing(base: type[Any]) -> type[Any]:
@@ -257,21 +282,11 @@ def require_shared_state(server: Endpoint | Servable, processes: int) -> None:
 
 def end_listens_on_exit_signals(server: Endpoint | Servable) -> None:
     """Before the handlers now installed for SIGINT and SIGTERM (uvicorn's), end every open
-    ``subscriptions/listen`` gracefully, each with its final result.
+    ``subscriptions/listen`` gracefully, each with its final result, with no drain window.
 
     uvicorn waits for open connections before the ASGI lifespan shutdown, and a listen
     stream never closes by itself: without this, a signal would leave the server waiting.
     Call it from the process's main thread once uvicorn is serving (in an app factory).
+    :func:`~.drain.drain_on_exit_signals` is the same with a drain window and ``/readyz``.
     """
-    if threading.current_thread() is not threading.main_thread():
-        return
-    events = endpoint_of(server).events
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.getsignal(sig)
-
-        def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
-            events.end_listens()
-            if callable(previous):
-                previous(signum, frame)
-
-        signal.signal(sig, handler)
+    drain_on_exit_signals(server, None, 0.0)

@@ -20,6 +20,10 @@ from collections import deque
 from .._types import JSONDict, Send
 from ..protocol.jsonrpc import dumps
 
+#: The ``retry`` hint of a stream the server ends because it is stopping: reconnect after
+#: a second (through the balancer, to another instance, or to this one restarted).
+STOPPING_RETRY_MS = 1000
+
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -38,6 +42,7 @@ class EventStream:
         #: The first JSON-RPC message, to decide between a JSON and an SSE answer.
         self.first: JSONDict | None = None
         self._detach_retry_ms: int | None = None
+        self._final_retry_ms: int | None = None
         self._connection = 0  # which attached connection may write; a newer one wins
         self._attached = False
         self._wake = asyncio.Event()
@@ -57,9 +62,11 @@ class EventStream:
         self.events.append((self.seq, frame))
         self._wake.set()
 
-    def finish(self) -> None:
-        """No more events will come (the response was pushed, or the session ended)."""
+    def finish(self, retry_ms: int | None = None) -> None:
+        """No more events will come (the response was pushed, or the session ended); with
+        ``retry_ms``, the stream ends with that ``retry`` hint (the server is stopping)."""
         self.finished = True
+        self._final_retry_ms = retry_ms
         self._wake.set()
 
     def detach(self, retry_ms: int) -> None:
@@ -110,7 +117,12 @@ class EventStream:
                     await send({"type": "http.response.body", "body": retry})
                     return False
                 if self.finished and sent >= self.seq:
-                    await send({"type": "http.response.body", "body": b""})
+                    last = (
+                        b""
+                        if self._final_retry_ms is None
+                        else b"retry: %d\n\n" % self._final_retry_ms
+                    )
+                    await send({"type": "http.response.body", "body": last})
                     return True
                 if keepalive is None:
                     await self._wake.wait()

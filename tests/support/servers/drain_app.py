@@ -4,7 +4,8 @@
 ``server.run`` reads ``MCPSERVE_DRAIN_SECONDS`` itself (and ``MCPSERVE_REDIS_URL`` through
 ``Server``); ``--shutdown-grace S`` is passed on. ``--auth`` protects the endpoint with
 ``auth=``, a verifier that accepts no token at all, so a probe answered 200 was answered
-without one. ``--health-path P`` and ``--ready-path P`` move the probes (``-`` turns one off).
+without one. ``--health-path P`` and ``--ready-path P`` move the probes (``-`` turns one
+off). ``mcpserve run drain_app.py`` serves :data:`server` (no auth).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def build(auth: bool) -> Server:
         return str(os.getpid())
 
     return server
+
+
+#: What ``mcpserve run drain_app.py`` serves (``--workers``): no auth.
+server = build(auth=False)
 
 
 def main() -> None:

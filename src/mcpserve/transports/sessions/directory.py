@@ -34,6 +34,7 @@ from ...backends.redis.sessions import SharedSessions, StoreUnavailable
 from ...protocol.handshake import Session
 from ...protocol.jsonrpc import is_valid_id
 from ..endpoint import ServerEvents
+from ..sse import STOPPING_RETRY_MS
 from .store import HTTPSession, SessionStore, TooManySessions
 
 #: The bus event type of what one process tells the others about a session (a value other
@@ -138,7 +139,7 @@ class SessionDirectory:
         themselves (their clients open them again, elsewhere or after the restart)."""
         for session in self.local:
             if session.standalone is not None:
-                session.standalone.finish()
+                session.standalone.finish(STOPPING_RETRY_MS)
 
     def close(self) -> None:
         """End this process's part of every session (a shared session lives on elsewhere)."""

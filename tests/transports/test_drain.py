@@ -1,0 +1,205 @@
+"""The graceful drain on SIGTERM (``transports/drain.py``), on the wire.
+
+The server is ``tests/support/servers/drain_app.py`` under ``server.run("http")``, with the
+drain window set through ``MCPSERVE_DRAIN_SECONDS`` (the tests' default is 0). A SIGTERM
+makes ``/readyz`` fail at once while requests are still answered for the window; then a
+call in flight completes, a listen stream ends with a ``retry`` hint before its final
+result, and the process is gone within the drain, the grace and a bound. SIGINT does not
+wait. ``mcpserve run --workers 2`` drains each worker the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from listens import listen
+from redis_server import RedisServer
+from wire_helpers import (
+    SERVERS,
+    TIMEOUT,
+    HTTPServerProcess,
+    call,
+    encode,
+    http_server_process,
+    mcp_headers,
+    parse_sse,
+    post,
+)
+
+pytestmark = pytest.mark.subprocess
+
+DRAIN_APP = SERVERS / "drain_app.py"
+SUBS_BASIC = SERVERS / "subs_basic.py"
+#: What the exit may take beyond the drain window and the grace: uvicorn's own steps and
+#: the lifespan's end, on a machine shared with other work.
+EXIT_BOUND = 5.0
+
+
+def drain_app(
+    marker_dir: Path, drain: float, *args: str
+) -> contextlib.AbstractContextManager[HTTPServerProcess]:
+    command = [sys.executable, str(DRAIN_APP), "--port", "{port}", *args]
+    return http_server_process(marker_dir, args=command, env={"MCPSERVE_DRAIN_SECONDS": str(drain)})
+
+
+@contextlib.asynccontextmanager
+async def client_of(srv: HTTPServerProcess) -> AsyncIterator[httpx2.AsyncClient]:
+    # A new connection per request: uvicorn closes kept-alive ones when it stops, and a test
+    # of "answered during the drain" must not depend on which connection a request took.
+    limits = httpx2.Limits(max_keepalive_connections=0)
+    async with httpx2.AsyncClient(
+        base_url=f"http://127.0.0.1:{srv.port}", timeout=TIMEOUT, limits=limits
+    ) as client:
+        yield client
+
+
+async def exited_within(process: subprocess.Popen[bytes], seconds: float) -> int:
+    """The exit status, once the process has exited; fails after ``seconds``."""
+    try:
+        return await asyncio.to_thread(process.wait, seconds)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the process did not exit within {seconds} s") from None
+
+
+async def test_sigterm_fails_readyz_at_once_and_requests_are_answered_while_draining(
+    tmp_path: Path,
+) -> None:
+    drain = 3.0
+    with drain_app(tmp_path, drain) as srv:
+        async with client_of(srv) as http:
+            assert (await http.get("/readyz")).status_code == 200
+            signalled = time.monotonic()
+            srv.process.send_signal(signal.SIGTERM)
+            not_ready = await http.get("/readyz")
+            assert not_ready.status_code == 503
+            assert not_ready.json() == {"ready": False, "failed": "draining"}
+            assert (await http.get("/healthz")).status_code == 200  # alive all the same
+            await asyncio.sleep(1.0)
+            answered = await post(http, call(1, "whoami", {}))  # a request sent meanwhile
+            assert answered.status == 200
+            assert answered.result["content"][0]["text"] == str(srv.process.pid)
+            assert time.monotonic() - signalled < drain  # (it was inside the window)
+            assert srv.process.poll() is None
+            await exited_within(srv.process, drain + 20 + EXIT_BOUND)
+        assert time.monotonic() - signalled >= drain  # it waited the window out
+        log = srv.log.read_text()
+    assert "Traceback" not in log, log
+
+
+async def test_a_long_call_in_flight_at_sigterm_completes(tmp_path: Path) -> None:
+    with drain_app(tmp_path, 0.5) as srv:
+        async with client_of(srv) as http:
+            running = asyncio.create_task(post(http, call(1, "slow", {"seconds": 3})))
+            await asyncio.sleep(0.5)  # it has started
+            srv.process.send_signal(signal.SIGTERM)
+            answered = await running
+            assert answered.status == 200, answered.body
+            assert answered.result["content"][0]["text"].startswith("slept 3")
+        await exited_within(srv.process, 0.5 + 20 + EXIT_BOUND)
+
+
+async def test_shutdown_grace_bounds_a_call_that_would_not_finish(tmp_path: Path) -> None:
+    """drain 0.5 s + grace 1 s: a 60 s call is cut, and the process is gone in time."""
+    with drain_app(tmp_path, 0.5, "--shutdown-grace", "1") as srv:
+        async with client_of(srv) as http:
+            running = asyncio.create_task(post(http, call(1, "slow", {"seconds": 60})))
+            await asyncio.sleep(0.5)
+            signalled = time.monotonic()
+            srv.process.send_signal(signal.SIGTERM)
+            await exited_within(srv.process, 0.5 + 1 + EXIT_BOUND)
+            cut = await running  # cancelled by uvicorn once the grace is over
+            assert (cut.status, cut.headers["connection"]) == (500, "close"), cut
+        assert time.monotonic() - signalled >= 1.5
+        log = srv.log.read_text()
+    assert "timeout graceful shutdown exceeded" in log, log
+
+
+async def test_sigint_stops_without_waiting_for_the_drain(tmp_path: Path) -> None:
+    """Ctrl-C at a terminal: no balancer to wait for (docs/decisions.md)."""
+    with drain_app(tmp_path, 30) as srv:
+        async with client_of(srv) as http:
+            assert (await http.get("/readyz")).status_code == 200
+        signalled = time.monotonic()
+        srv.process.send_signal(signal.SIGINT)
+        assert await exited_within(srv.process, EXIT_BOUND) == 0
+        assert time.monotonic() - signalled < EXIT_BOUND
+
+
+async def test_a_listen_stream_ends_with_a_retry_hint_then_its_final_result(
+    tmp_path: Path,
+) -> None:
+    command = [sys.executable, str(SUBS_BASIC), "--port", "{port}"]
+    env = {"MCPSERVE_DRAIN_SECONDS": "0.5"}
+    with http_server_process(tmp_path, args=command, env=env) as srv:
+        async with (
+            httpx2.AsyncClient(base_url=f"http://127.0.0.1:{srv.port}", timeout=TIMEOUT) as http,
+            http.stream(
+                "POST",
+                "/mcp",
+                content=encode(listen(7, {"toolsListChanged": True})),
+                headers=mcp_headers("subscriptions/listen"),
+            ) as stream,
+        ):
+            chunks = stream.aiter_bytes()
+            first = await anext(chunks)
+            assert b"notifications/subscriptions/acknowledged" in first
+            srv.process.send_signal(signal.SIGTERM)
+            rest = b"".join([chunk async for chunk in chunks]).decode()
+        await exited_within(srv.process, 0.5 + EXIT_BOUND)
+    assert rest.startswith("retry: 1000\n\n"), rest
+    (final,) = parse_sse(rest.removeprefix("retry: 1000\n\n"))
+    assert final["id"] == 7
+    assert "result" in final, final
+
+
+async def test_each_worker_drains_under_mcpserve_run_workers(
+    tmp_path: Path, redis: RedisServer
+) -> None:
+    """``--workers 2 --drain-seconds 2``: uvicorn's supervisor sends each worker SIGTERM,
+    and every worker then answers /readyz 503 while it still answers requests. (The flag
+    wins over the tests' MCPSERVE_DRAIN_SECONDS=0.)"""
+    from mcpserve.protocol.request_state import generate_key
+
+    command = [sys.executable, "-m", "mcpserve.cli", "run", str(DRAIN_APP), "--http",
+               "--port", "{port}", "--workers", "2", "--drain-seconds", "2",
+               "--shutdown-grace", "3"]  # fmt: skip
+    env = {"MCPSERVE_REDIS_URL": redis.url, "MCPSERVE_STATE_KEYS": generate_key()}
+    with http_server_process(tmp_path, args=command, env=env) as srv:
+        async with client_of(srv) as http:
+            pids = await workers_answering(http, 2)
+            srv.process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            refusals: set[int] = set()
+            while time.monotonic() - signalled < 1.5:
+                ready = await http.get("/readyz")
+                answered = await post(http, call(1, "whoami", {}))
+                assert answered.status == 200
+                if ready.status_code == 503:
+                    assert ready.json() == {"ready": False, "failed": "draining"}
+                    refusals.add(int(answered.result["content"][0]["text"]))
+                await asyncio.sleep(0.05)
+            assert refusals == pids, (refusals, pids)
+            await exited_within(srv.process, 2 + 3 + EXIT_BOUND)
+        log = srv.log.read_text()
+    assert "Traceback" not in log, log
+
+
+async def workers_answering(http: httpx2.AsyncClient, count: int) -> set[int]:
+    """The pids of the ``count`` workers, once each has answered a call (bounded)."""
+    deadline = time.monotonic() + 30
+    pids: set[int] = set()
+    while len(pids) < count:
+        assert time.monotonic() < deadline, f"only {pids} answered within 30 s"
+        answered = await post(http, call(1, "whoami", {}))
+        pids.add(int(answered.result["content"][0]["text"]))
+    return pids
