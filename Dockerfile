@@ -27,10 +27,10 @@ USER mcpserve
 
 EXPOSE 8000
 
-# A plain GET of the MCP endpoint answers 405 once the app serves (see deploy/haproxy.cfg).
-# http.client is the standard library's HTTP client (urllib would raise on the 405).
+# Liveness: /healthz answers 200 while the process serves HTTP, never depending on Redis
+# (docs/observability.md); a restart would not bring a missing Redis back.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import http.client, sys; c = http.client.HTTPConnection('127.0.0.1', 8000, timeout=2); c.request('GET', '/mcp'); sys.exit(c.getresponse().status not in (401, 405))"]
+    CMD ["python", "-c", "import http.client, sys; c = http.client.HTTPConnection('127.0.0.1', 8000, timeout=2); c.request('GET', '/healthz'); sys.exit(c.getresponse().status != 200)"]
 
 # 0.0.0.0 so that the published port reaches the server. The Host check still passes
 # only loopback names: set MCPSERVE_PUBLIC_URL or MCPSERVE_ALLOWED_HOSTS for others.

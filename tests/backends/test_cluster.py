@@ -559,6 +559,14 @@ async def test_redis_outage(tmp_path: Path) -> None:
             for instance in where.instances:
                 served = await modern(instance, "whoami", {})
                 assert served.result["content"] == [{"type": "text", "text": str(instance.pid)}]
+            # Through the balancer too, once no instance is ready (/readyz follows Redis):
+            # haproxy falls back to the live ones (deploy/haproxy.cfg).
+            await where.wait_balancer_log("backend mcpserve has no server available!")
+            outage_seen = len(where.balancer_log())
+            async with httpx2.AsyncClient(base_url=where.base_url, timeout=TIMEOUT) as http:
+                for number in range(3):
+                    through = await post(http, call(number, "whoami", {}))
+                    assert through.status == 200, through
 
             where.redis.start()  # the same port, empty: sessions may be gone
             deadline = time.monotonic() + OUTAGE_TIMEOUT
@@ -580,5 +588,7 @@ async def test_redis_outage(tmp_path: Path) -> None:
         assert (
             f"Shared sessions: Redis at {where.redis.url} is reachable again" in two.log.read_text()
         )
+        for instance in where.instances:  # ready again, each back in the balancer's rotation
+            await where.wait_balancer_log(f"mcpserve/mcp{instance.number} is UP", after=outage_seen)
         async with official(where, "legacy") as client:
             assert {await whoami(client) for _ in range(6)} == where.pids

@@ -65,7 +65,7 @@ def kind(language: str) -> list[Any]:
 
 def test_every_block_is_of_a_kind_the_tests_check() -> None:
     checked = {"python", "py", "json", "console", "bash", "markdown", "toml", "dockerfile",
-               *DEPLOY, "test-setup", "test-output", *UNCHECKED}  # fmt: skip
+               "yaml", *DEPLOY, "test-setup", "test-output", *UNCHECKED}  # fmt: skip
     unknown = [block.where for block in every_block() if block.language not in checked]
     assert unknown == [], f"blocks of a kind nothing checks: {unknown}"
 
@@ -132,6 +132,23 @@ def test_a_load_balancer_block_is_an_excerpt_of_its_file_or_a_change_to_one(bloc
     else:  # a change: it replaces one of the file's directives
         directives = {line.split()[0] for line in lines if line.strip()}
         assert shown[0].split()[0] in directives, f"{block.where} changes nothing the file has"
+
+
+@pytest.mark.parametrize("block", kind("yaml"))
+def test_a_kubernetes_probe_asks_a_path_the_http_app_answers(block: Block) -> None:
+    """The probes a manifest shows are the HTTP app's own (its defaults), GET on its port."""
+    import inspect
+
+    from mcpserve.transports.http import HTTPApp
+
+    defaults = inspect.signature(HTTPApp).parameters
+    answered = {defaults["health_path"].default, defaults["ready_path"].default}
+    probes = re.findall(r"httpGet: \{path: (\S+), port: (\d+)", block.code)
+    assert probes, f"{block.where}: no httpGet probe"
+    ports = set(re.findall(r"containerPort: (\d+)", block.code))
+    for path, port in probes:
+        assert path in answered, f"{block.where}: {path} is not a probe the app answers"
+        assert port in ports, f"{block.where}: the probe's port {port} is not the container's"
 
 
 @pytest.mark.parametrize("block", kind("dockerfile"))

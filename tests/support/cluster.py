@@ -159,6 +159,8 @@ class Cluster:
     balancer: Balancer
     request_log: Path
     state_keys: str
+    #: The environment every instance was started with (a restarted one gets it too).
+    instance_env: dict[str, str]
 
     @property
     def url(self) -> str:
@@ -206,6 +208,39 @@ class Cluster:
                 raise AssertionError(f"no request record for {what} within {within} s")
             await asyncio.sleep(0.02)
 
+    def balancer_log(self) -> str:
+        """What the balancer wrote so far (haproxy: requests, and its health checks' verdicts)."""
+        return _tail(self.balancer.logs[0], 10**9)
+
+    async def wait_balancer_log(self, text: str, *, after: int = 0, within: float = 15.0) -> int:
+        """Wait until ``text`` is in the balancer's log past offset ``after``; the offset just
+        past it. haproxy writes a line when a health check takes a server out or back in:
+        ``Server mcpserve/mcp1 is DOWN``, ``... is UP``, ``backend mcpserve has no server
+        available!``."""
+        deadline = time.monotonic() + within
+        while True:
+            found = self.balancer_log().find(text, after)
+            if found >= 0:
+                return found + len(text)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not in the balancer's log within {within} s")
+            await asyncio.sleep(0.05)
+
+    def restart(self, instance: Instance, *, within: float = START_TIMEOUT) -> Instance:
+        """Start ``instance`` again on its port, once it has exited (a rolling restart stops
+        it first); returns it, now with the new process, once it answers HTTP."""
+        assert not instance.alive, "stop the instance first"
+        instance.process = _start_instance(
+            self.directory, instance.number, instance.port, self.instance_env
+        )
+        _wait(
+            lambda: _listening(instance.port) and _answers_405(instance.port),
+            [instance.process],
+            f"mcpserve instance {instance.number} restarted",
+            self.logs,
+        )
+        return instance
+
     def kill(self, instance: Instance) -> None:
         """SIGKILL: the instance dies without a goodbye, as in a crash."""
         _stop(instance.process, signal.SIGKILL)
@@ -218,13 +253,9 @@ class Cluster:
         return "\n".join(parts)
 
 
-def _start_instances(
-    directory: Path,
-    redis_url: str,
-    state_keys: str,
-    request_log: Path,
-    extra: dict[str, str] | None = None,
-) -> list[Instance]:
+def _instance_env(
+    redis_url: str, state_keys: str, request_log: Path, extra: dict[str, str] | None
+) -> dict[str, str]:
     env = child_env(
         MCPSERVE_REDIS_URL=redis_url,
         MCPSERVE_STATE_KEYS=state_keys,
@@ -232,20 +263,32 @@ def _start_instances(
         **(extra or {}),
     )
     env.pop("MCPSERVE_BUS", None)  # MCPSERVE_REDIS_URL alone must bring the shared bus
+    return env
+
+
+def _start_instance(
+    directory: Path, number: int, port: int, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    # Appended to: a restarted instance's log follows its predecessor's.
+    with (directory / f"mcpserve-{number}-{port}.log").open("ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, str(CLUSTER_APP), "--port", str(port)],
+            cwd=str(ROOT),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _start_instances(directory: Path, env: dict[str, str]) -> list[Instance]:
     instances = []
     for number in range(1, INSTANCES + 1):
         port = free_port()
-        log = directory / f"mcpserve-{number}-{port}.log"
-        with log.open("wb") as log_file:
-            process = subprocess.Popen(
-                [sys.executable, str(CLUSTER_APP), "--port", str(port)],
-                cwd=str(ROOT),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
-        instances.append(Instance(number, port, process, log))
+        process = _start_instance(directory, number, port, env)
+        instances.append(
+            Instance(number, port, process, directory / f"mcpserve-{number}-{port}.log")
+        )
     return instances
 
 
@@ -349,28 +392,28 @@ def cluster(
     """Start redis-server, three instances (with ``env`` added to theirs) and ``balancer``;
     stop them all on the way out."""
     assert balancer in BALANCERS, balancer
-    started: list[subprocess.Popen[bytes]] = []
+    instances: list[Instance] = []
+    lb: Balancer | None = None
     redis = RedisServer(directory)
     try:
         redis.start()
         state_keys = generate_key()
         request_log = directory / "requests.jsonl"
-        instances = _start_instances(directory, redis.url, state_keys, request_log, env)
-        started += [instance.process for instance in instances]
+        instance_env = _instance_env(redis.url, state_keys, request_log, env)
+        instances = _start_instances(directory, instance_env)
 
         def instance_logs() -> str:
             return "\n".join(f"--- {i.log.name}\n{_tail(i.log)}" for i in instances)
 
         _wait(
             lambda: all(_listening(i.port) and _answers_405(i.port) for i in instances),
-            started,
+            [instance.process for instance in instances],
             "mcpserve instances",
             instance_logs,
         )
         start = _start_haproxy if balancer == "haproxy" else _start_nginx
         lb = start(directory, instances)
-        started.append(lb.process)
-        made = Cluster(directory, redis, instances, lb, request_log, state_keys)
+        made = Cluster(directory, redis, instances, lb, request_log, state_keys, instance_env)
         pids = {instance.pid for instance in instances}
         _wait(
             lambda: _listening(lb.port) and _spread(made.base_url, pids),
@@ -380,6 +423,8 @@ def cluster(
         )
         yield made
     finally:
-        for process in reversed(started):
-            _stop(process)
+        if lb is not None:
+            _stop(lb.process)
+        for instance in instances:  # the processes of now: a restarted one's too
+            _stop(instance.process)
         redis.stop()

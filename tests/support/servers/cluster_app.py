@@ -233,17 +233,28 @@ def main() -> None:
     if not log_path:
         server.run("http", host="127.0.0.1", port=args.port, log_level="warning")
         return
-    # As ``server.run("http")`` does, with the request log around the app.
+    # As ``server.run("http")`` does, with the request log around the app: the same drain on
+    # SIGTERM (MCPSERVE_DRAIN_SECONDS; the tests' default is 0) and the same grace.
     import uvicorn
 
-    from mcpserve.transports.serve import end_listens_on_exit_signals
+    from mcpserve.transports.drain import DEFAULT_HTTP_SHUTDOWN_GRACE, drain_on_exit_signals
+    from mcpserve.transports.serve import seconds_from_environment
+
+    drain = seconds_from_environment("MCPSERVE_DRAIN_SECONDS") or 0.0
 
     def load() -> Any:  # uvicorn calls it once it handles the signals itself
-        end_listens_on_exit_signals(server)
-        return RequestLog(server.http_app("/mcp", bind_host="127.0.0.1"), log_path)
+        app = server.http_app("/mcp", bind_host="127.0.0.1")
+        drain_on_exit_signals(server, app.state, drain)  # type: ignore[attr-defined]
+        return RequestLog(app, log_path)
 
     config = uvicorn.Config(
-        load, factory=True, host="127.0.0.1", port=args.port, lifespan="on", log_level="warning"
+        load,
+        factory=True,
+        host="127.0.0.1",
+        port=args.port,
+        lifespan="on",
+        log_level="warning",
+        timeout_graceful_shutdown=int(DEFAULT_HTTP_SHUTDOWN_GRACE),
     )
     uvicorn.Server(config).run()
 
