@@ -117,11 +117,69 @@ async def test_shutdown_grace_bounds_a_call_that_would_not_finish(tmp_path: Path
             signalled = time.monotonic()
             srv.process.send_signal(signal.SIGTERM)
             await exited_within(srv.process, 0.5 + 1 + EXIT_BOUND)
-            cut = await running  # cancelled by uvicorn once the grace is over
-            assert (cut.status, cut.headers["connection"]) == (500, "close"), cut
+            cut = await running  # cancelled by uvicorn once the grace is over, and told so
+            assert cut.status == 503, cut
+            assert cut.message == {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "error": {
+                    "code": -32603,
+                    "message": "The server stopped before the request finished",
+                },
+            }
         assert time.monotonic() - signalled >= 1.5
         log = srv.log.read_text()
     assert "timeout graceful shutdown exceeded" in log, log
+
+
+async def test_a_post_stream_still_open_when_the_grace_ends_gets_a_retry_hint(
+    tmp_path: Path,
+) -> None:
+    with drain_app(tmp_path, 0.3, "--shutdown-grace", "1") as srv:
+        async with (
+            client_of(srv) as http,
+            http.stream(
+                "POST",
+                "/mcp",
+                content=encode(call(3, "announce_then_sleep", {"seconds": 60})),
+                headers=mcp_headers("tools/call", "announce_then_sleep"),
+            ) as stream,
+        ):
+            chunks = stream.aiter_bytes()
+            assert b"test/sleeping" in await anext(chunks)
+            srv.process.send_signal(signal.SIGTERM)
+            rest = b"".join([chunk async for chunk in chunks])
+        await exited_within(srv.process, 0.3 + 1 + EXIT_BOUND)
+    assert rest.endswith(b"retry: 1000\n\n"), rest
+    assert b"result" not in rest  # it never finished
+
+
+async def test_a_handshake_era_post_stream_cut_at_the_end_gets_a_retry_hint(
+    tmp_path: Path,
+) -> None:
+    """The client may resume it with Last-Event-ID (elsewhere, where sessions are shared)."""
+    from legacy_schema import initialize_message
+
+    with drain_app(tmp_path, 0.3, "--shutdown-grace", "1") as srv:
+        async with client_of(srv) as http:
+            started = await http.post("/mcp", json=initialize_message(),
+                                      headers={"accept": "application/json"})  # fmt: skip
+            session = {"mcp-session-id": started.headers["mcp-session-id"],
+                       "mcp-protocol-version": "2025-11-25",
+                       "accept": "application/json, text/event-stream"}  # fmt: skip
+            sleep = {"name": "announce_then_sleep", "arguments": {"seconds": 60}}
+            message = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": sleep}
+            async with http.stream("POST", "/mcp", json=message, headers=session) as stream:
+                assert stream.headers["content-type"] == "text/event-stream"
+                received = b""
+                chunks = stream.aiter_bytes()
+                while b"test/sleeping" not in received:
+                    received += await anext(chunks)
+                srv.process.send_signal(signal.SIGTERM)
+                rest = b"".join([chunk async for chunk in chunks])
+        await exited_within(srv.process, 0.3 + 1 + EXIT_BOUND)
+    assert rest.endswith(b"retry: 1000\n\n"), rest
+    assert b"result" not in rest
 
 
 async def test_sigint_stops_without_waiting_for_the_drain(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ simply finishes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -434,6 +435,12 @@ class HTTPApp:
             if finished is not None:
                 retry = STOPPING_RETRY_MS if self.state.stopping else None
                 await stream.finish(finished, request.http_status, retry)
+        except asyncio.CancelledError:
+            if self.state.stopping:  # its shutdown_grace is over (drain.py): say so, then go
+                unfinished = InternalError("The server stopped before the request finished")
+                with contextlib.suppress(Exception):
+                    await stream.cut(STOPPING_RETRY_MS, error_response(message["id"], unfinished))
+            raise
         finally:
             stream.close()
             if request.after_response:

@@ -28,6 +28,7 @@ single-process deployment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Mapping
@@ -45,7 +46,7 @@ from .endpoint import Endpoint
 from .responses import Challenge, send_answer, send_json
 from .sessions.directory import SessionDirectory, StoreUnavailable, TooManySessions
 from .sessions.store import HTTPSession, SessionStore
-from .sse import SSE_HEADERS, EventStream
+from .sse import SSE_HEADERS, STOPPING_RETRY_MS, EventStream
 
 logger = logging.getLogger("mcpserve.http")
 
@@ -393,6 +394,17 @@ async def _pump(
     watch = asyncio.create_task(disconnected())
     try:
         await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        # The server stops (its shutdown grace is over): end the connection with a retry
+        # hint, at once (uvicorn does not wait for what it cancelled), and the client resumes
+        # with Last-Event-ID, elsewhere where sessions are shared. The pump, cancelled
+        # first, writes nothing more.
+        if not pump.done():  # (a pump that ended has ended the response already)
+            pump.cancel()
+            with contextlib.suppress(Exception):
+                retry = b"retry: %d\n\n" % STOPPING_RETRY_MS
+                await send({"type": "http.response.body", "body": retry})
+        raise
     finally:
         for task in (pump, watch):
             task.cancel()

@@ -89,6 +89,16 @@ class ResponseStream:
             self._keepalive.cancel()
             self._keepalive = None
 
+    async def cut(self, retry_ms: int, unanswered: JSONDict) -> None:
+        """The server stopped before the answer: a stream ends with a ``retry`` hint, a
+        response not yet begun is ``unanswered`` (an error) with status 503."""
+        self.close()
+        if not self._started:
+            await send_json(self._send, 503, unanswered)
+            return
+        async with self.lock:
+            await self._send({"type": "http.response.body", "body": b"retry: %d\n\n" % retry_ms})
+
     async def finish(
         self, response: JSONDict, status: int | None = None, retry_ms: int | None = None
     ) -> None:

@@ -15,7 +15,7 @@ import asyncio
 import os
 from typing import Any
 
-from mcpserve import Server
+from mcpserve import Context, Server
 from mcpserve.auth import ResourceServer
 from mcpserve.auth.tokens import AccessToken, InvalidToken
 
@@ -42,6 +42,13 @@ def build(auth: bool) -> Server:
         """Sleep ``seconds``, then answer with this process's id."""
         await asyncio.sleep(seconds)
         return f"slept {seconds} in {os.getpid()}"
+
+    @server.tool
+    async def announce_then_sleep(seconds: float, ctx: Context) -> str:
+        """Send a notification (the answer becomes an SSE stream), then sleep ``seconds``."""
+        await ctx.notify("test/sleeping", {"seconds": seconds})
+        await asyncio.sleep(seconds)
+        return "woke up"
 
     @server.tool
     def whoami() -> str:
