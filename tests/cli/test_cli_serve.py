@@ -424,3 +424,21 @@ def test_run_help_says_reload_works_over_stdio_and_http() -> None:
     result = CliRunner().invoke(main, ["run", "--help"], terminal_width=200)
     reload_line = next(line for line in result.stdout.splitlines() if "--reload" in line)
     assert "(stdio: the client keeps its pipes; HTTP: uvicorn's reloader)" in reload_line
+
+
+@pytest.mark.parametrize(
+    ("variable", "option"),
+    [
+        ("MCPSERVE_DRAIN_SECONDS", "--drain-seconds"),
+        ("MCPSERVE_SHUTDOWN_GRACE", "--shutdown-grace"),
+    ],
+)
+def test_a_drain_setting_that_is_not_seconds_is_refused_naming_it(
+    variable: str, option: str
+) -> None:
+    """Checked before the target is even looked for: one line, exit status 2."""
+    result = CliRunner(env={variable: "soon"}).invoke(main, ["run", "missing.py", "--http"])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "'soon' is not a valid float" in result.stderr
+    assert "Traceback" not in result.output

@@ -220,6 +220,22 @@ async def test_a_listen_stream_ends_with_a_retry_hint_then_its_final_result(
     assert "result" in final, final
 
 
+async def test_mcpserve_run_drain_seconds_flag_sets_the_window(tmp_path: Path) -> None:
+    """``mcpserve run --http --drain-seconds 2`` (the flag wins over the tests' 0)."""
+    command = [sys.executable, "-m", "mcpserve.cli", "run", str(DRAIN_APP), "--http",
+               "--port", "{port}", "--drain-seconds", "2"]  # fmt: skip
+    with http_server_process(tmp_path, args=command) as srv:
+        async with client_of(srv) as http:
+            assert (await http.get("/readyz")).status_code == 200
+            srv.process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            assert (await http.get("/readyz")).status_code == 503
+            await asyncio.sleep(1.0)
+            assert (await post(http, call(1, "whoami", {}))).status == 200
+            await exited_within(srv.process, 2 + EXIT_BOUND)
+            assert time.monotonic() - signalled >= 2
+
+
 async def test_each_worker_drains_under_mcpserve_run_workers(
     tmp_path: Path, redis: RedisServer
 ) -> None:
