@@ -34,6 +34,8 @@ CLIENT_SECRET = "MCPSERVE_CLIENT_SECRET"
 #: seconds requests still running get after that (``--drain-seconds``, ``--shutdown-grace``).
 DRAIN_SECONDS = "MCPSERVE_DRAIN_SECONDS"
 SHUTDOWN_GRACE = "MCPSERVE_SHUTDOWN_GRACE"
+#: ``text`` or ``json``: the format of the log lines ``server.run`` and ``mcpserve run`` write.
+LOG_FORMAT = "MCPSERVE_LOG_FORMAT"
 #: What ``mcpserve run --workers`` and ``--reload`` hand each worker process they start.
 WORKER_TARGET = "MCPSERVE_WORKER_TARGET"
 WORKER_PATH = "MCPSERVE_WORKER_PATH"

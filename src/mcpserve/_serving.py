@@ -8,7 +8,7 @@ They live below both layers, since ``server/`` may not import the transports to 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from ._types import ASGIApp
 
@@ -54,3 +54,6 @@ class ServeOptions(HTTPOptions, StdioOptions, total=False):
 
     # Graceful drain over HTTP (``shutdown_grace`` above bounds the requests still running)
     drain_seconds: float | None
+
+    # JSON logs: "text" (the default) or "json", on both transports.
+    log_format: Literal["text", "json"] | None

@@ -24,11 +24,12 @@ import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
 from .. import _environment as environment
+from .._json_logs import LOG_FORMATS
 from ..transports.drain import (
     DEFAULT_DRAIN_SECONDS,
     DEFAULT_HTTP_SHUTDOWN_GRACE,
@@ -39,6 +40,7 @@ from ..transports.serve import (
     check_port,
     require_shared_state,
     seconds_from_environment,
+    uvicorn_log_config,
 )
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
@@ -109,6 +111,15 @@ NEEDS_HTTP = (
     envvar=environment.METRICS,
     help="HTTP: serve /metrics for Prometheus (summed over --workers).",
 )
+# JSON logs
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    envvar=environment.LOG_FORMAT,
+    help="text, or json: every line written (stderr) is one JSON object.",
+)
 def run(
     target: str,
     use_http: bool,
@@ -123,12 +134,15 @@ def run(
     shutdown_grace: float | None,
     drain_seconds: float | None,
     metrics: bool,
+    log_format: Literal["text", "json"],
 ) -> None:
     """Serve TARGET over stdio or HTTP.
 
     TARGET is file.py[:server] or module[:server]; without :server, the module's server,
     app or mcp, or its only Server, is served.
     """
+    if log_format == "json":
+        os.environ[environment.LOG_FORMAT] = log_format  # for the server processes it starts
     if reload and not use_http:
         read_env_file(env_file)
         serve_stdio_reloading(target)
@@ -153,7 +167,7 @@ def run(
     server = load_server(target)
     if not use_http:
         grace = DEFAULT_SHUTDOWN_GRACE if shutdown_grace is None else shutdown_grace
-        server.run("stdio", shutdown_grace=grace)
+        server.run("stdio", shutdown_grace=grace, log_format=log_format)
         return
     if drain_seconds is None:
         drain_seconds = DEFAULT_DRAIN_SECONDS
@@ -170,6 +184,7 @@ def run(
                 proxy_headers=proxy_headers,
                 drain_seconds=drain_seconds,
                 shutdown_grace=shutdown_grace,
+                log_format=log_format,
             )
         return
     try:
@@ -201,6 +216,7 @@ def run(
             access_log=access_log,
             proxy_headers=proxy_headers,
             timeout_graceful_shutdown=shutdown_grace,  # type: ignore[arg-type]
+            log_config=uvicorn_log_config(log_format),
         )
 
 
@@ -262,6 +278,7 @@ def serve_reloading(target: str, *, host: str, port: int, path: str, **options: 
         port=port,
         reload=True,
         reload_dirs=[str(watched)],
+        log_config=uvicorn_log_config(None),  # MCPSERVE_LOG_FORMAT
         lifespan="on",
         loop="auto",
         http="auto",

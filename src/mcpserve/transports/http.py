@@ -63,6 +63,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import _request_context as request_context
 from .._serving import Authenticate
 from .._types import JSONDict, Receive, Scope, Send
 from ..protocol import constants as c
@@ -304,6 +305,9 @@ class HTTPApp:
         except MCPError as exc:
             await send_json(send, 400, error_response(readable_id(message), exc))
             return
+        if request_context.recording and kind is Kind.REQUEST:
+            # For the JSON log format: this request's own task, so nothing to undo.
+            request_context.bind(message["id"], auth.principal)
         if self.handshake is not None:
             era_route = self.handshake.route(message, kind, headers)
             if era_route is not Route.MODERN:

@@ -114,12 +114,27 @@ def build_http_app(
     )
 
 
-def run_stdio(server: Endpoint | Servable, **options: Any) -> None:
+def run_stdio(
+    server: Endpoint | Servable, *, log_format: str | None = None, **options: Any
+) -> None:
     """Serve over stdio until the client closes it (``stdio.py``): with :func:`run_http`,
     the one module ``Server.run`` serves from. Nothing of HTTP is loaded."""
     from .stdio import run_stdio as serve
 
+    if chosen_log_format(log_format) == "json":
+        from .._json_logs import configure_json_logs
+
+        configure_json_logs()  # on stderr: stdout is the protocol
     serve(server, **options)
+
+
+def chosen_log_format(log_format: str | None) -> str:
+    """``log_format`` when given, else ``MCPSERVE_LOG_FORMAT``, else ``"text"``; an unknown
+    one is a ``ValueError`` naming the choices."""
+    chosen = log_format or environment.read(environment.LOG_FORMAT) or "text"
+    if chosen not in ("text", "json"):
+        raise ValueError(f"Unknown log format {chosen!r}; use 'text' or 'json'")
+    return chosen
 
 
 def run_http(
@@ -133,6 +148,7 @@ def run_http(
     proxy_headers: bool = False,
     drain_seconds: float | None = None,
     shutdown_grace: float | None = DEFAULT_HTTP_SHUTDOWN_GRACE,
+    log_format: str | None = None,
     **app_options: Any,
 ) -> None:
     """Serve with uvicorn until SIGINT/SIGTERM, draining first (``drain.py``).
@@ -147,9 +163,13 @@ def run_http(
     Errors are logged either way. So is uvicorn's rewriting of each request's client address
     and scheme from ``X-Forwarded-*`` (``proxy_headers``): mcpserve reads neither, and it
     costs about a tenth of a request's time.
+
+    ``log_format="json"`` writes every line, uvicorn's included, as JSON (``_json_logs.py``).
     """
     with needs_extra('server.run("http")'):
         import uvicorn
+
+    log_config = uvicorn_log_config(log_format, log_level)
 
     sock = listening_socket(host, port)  # a port in use is said before the lifespan runs
     try:
@@ -171,6 +191,7 @@ def run_http(
             port=port,
             lifespan="on",
             log_level=log_level,
+            log_config=log_config,
             loop="auto",
             http="auto",
             access_log=access_log,
@@ -197,6 +218,19 @@ def seconds_from_environment(name: str) -> float | None:
     if not seconds >= 0:  # also refuses nan
         raise ValueError(f"{name} must be a number of seconds (0 or more), not {raw!r}")
     return seconds
+
+
+def uvicorn_log_config(log_format: str | None, log_level: str = "info") -> Any:
+    """What uvicorn's ``log_config`` is for the chosen log format: its own default for text;
+    for JSON, the JSON format's configuration, applied to this process at once too (so the
+    lines before uvicorn starts are JSON as well)."""
+    if chosen_log_format(log_format) == "text":
+        from uvicorn.config import LOGGING_CONFIG
+
+        return LOGGING_CONFIG
+    from .._json_logs import configure_json_logs
+
+    return configure_json_logs(log_level)
 
 
 def _announcing(base: type[Any]) -> type[Any]:

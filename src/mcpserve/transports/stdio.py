@@ -37,6 +37,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from .. import _request_context as request_context
 from .._types import JSONDict
 from ..protocol.core import Request, refuse_duplicate_id, run_after_response
 from ..protocol.errors import InternalError, InvalidRequest, MCPError, new_ref
@@ -96,7 +97,11 @@ class StdioSession:
         except MCPError as exc:
             self.send(error_response(None, exc))
             return
+        bound = None
         try:
+            if request_context.recording and classify(message) is Kind.REQUEST:
+                # For the JSON log format; the tasks started below keep it, the reader not.
+                bound = request_context.bind(message["id"], None)
             if (
                 self.handshake is not None
                 and isinstance(message, dict)
@@ -115,6 +120,9 @@ class StdioSession:
             self.send(
                 error_response(readable_id(message), InternalError(f"Internal error (ref {ref})"))
             )
+        finally:
+            if bound is not None:
+                request_context.current.reset(bound)
 
     def oversized(self) -> None:
         self.send(error_response(None, InvalidRequest("Invalid request: message too large")))
