@@ -46,13 +46,19 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def served_command(
-    args: Sequence[str], *, cwd: Path, port: int, env: dict[str, str] | None = None
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    port: int,
+    env: dict[str, str] | None = None,
+    command: Sequence[str] = MCPSERVE,
 ) -> Iterator[ServedCommand]:
-    """``mcpserve ARGS`` serving HTTP on ``port`` from ``cwd``; stdout is discarded."""
+    """``mcpserve ARGS`` (``command``: how mcpserve is started) serving HTTP on ``port``
+    from ``cwd``; stdout is discarded."""
     stderr = cwd / f"stderr-{port}.log"
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
-            [*MCPSERVE, *args],
+            [*command, *args],
             cwd=str(cwd),
             env=child_env(**(env or {})),
             stdin=subprocess.DEVNULL,

@@ -35,6 +35,7 @@ from .._types import JSONDict
 from .envfile import EnvFileError, parse_env
 from .errors import Mistake
 from .jsonedit import new_document, set_member
+from .project import ProjectCommand, ProjectFile, chosen_target
 from .targets import absolute_target, is_file_target, split_target, target_file
 
 
@@ -200,9 +201,9 @@ def default_name(target: str) -> str:
     return Path(location).stem if is_file_target(location) else location.rpartition(".")[2]
 
 
-@click.command()
+@click.command(cls=ProjectCommand, defaults_of=ProjectFile.install_defaults)
 @click.argument("client", type=click.Choice(list(APPS)), metavar="CLIENT")
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option("--name", help="The server's name in the config (default: the file's name).")
 @click.option(
     "--env",
@@ -232,7 +233,7 @@ def default_name(target: str) -> str:
 @click.option("--dry-run", is_flag=True, help="Show the change without writing it.")
 def install(
     client: str,
-    target: str,
+    target: str | None,
     name: str | None,
     env_pairs: tuple[str, ...],
     env_file: Path | None,
@@ -250,7 +251,11 @@ def install(
     \b
     mcpserve install claude-desktop app.py --env NOTES_DB=/data/notes.db
     mcpserve install vscode app.py --http http://127.0.0.1:8000/mcp --dry-run
+
+    Without TARGET, the server and env_file of [tool.mcpserve] in ./pyproject.toml (or of
+    ./mcpserve.toml) are installed.
     """
+    target = chosen_target(target)
     app = APPS[client]
     if project and not (app.user_file and app.project_file):
         where = app.project_file or "its user config"

@@ -44,6 +44,7 @@ from ..transports.serve import (
 )
 from ..transports.stdio import DEFAULT_SHUTDOWN_GRACE
 from .errors import Mistake
+from .project import ProjectCommand, ProjectFile, chosen_target
 from .targets import display_name, load_server, target_file
 from .terminal import say
 from .use import read_env_file
@@ -53,9 +54,14 @@ NEEDS_HTTP = (
 )
 
 
-@click.command()
-@click.argument("target")
-@click.option("--http", "use_http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
+@click.command(cls=ProjectCommand, defaults_of=ProjectFile.run_defaults)
+@click.argument("target", required=False)
+@click.option(
+    "--http/--stdio",
+    "use_http",
+    default=False,
+    help="Serve Streamable HTTP, or stdio (the default).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option("--port", default=8000, show_default=True, type=int, help="HTTP port.")
 @click.option("--path", default="/mcp", show_default=True, help="HTTP endpoint path.")
@@ -111,6 +117,11 @@ NEEDS_HTTP = (
     envvar=environment.METRICS,
     help="HTTP: serve /metrics for Prometheus (summed over --workers).",
 )
+@click.option(
+    "--redis-url",
+    envvar=environment.REDIS_URL,
+    help="The Redis every process of the server shares (sets MCPSERVE_REDIS_URL).",
+)
 # JSON logs
 @click.option(
     "--log-format",
@@ -121,7 +132,7 @@ NEEDS_HTTP = (
     help="text, or json: every line written (stderr) is one JSON object.",
 )
 def run(
-    target: str,
+    target: str | None,
     use_http: bool,
     host: str,
     port: int,
@@ -134,13 +145,19 @@ def run(
     shutdown_grace: float | None,
     drain_seconds: float | None,
     metrics: bool,
+    redis_url: str | None,
     log_format: Literal["text", "json"],
 ) -> None:
     """Serve TARGET over stdio or HTTP.
 
     TARGET is file.py[:server] or module[:server]; without :server, the module's server,
-    app or mcp, or its only Server, is served.
+    app or mcp, or its only Server, is served. Without TARGET, the settings of
+    [tool.mcpserve] in ./pyproject.toml (or of ./mcpserve.toml) apply; options and their
+    environment variables win over them.
     """
+    target = chosen_target(target)
+    if redis_url:
+        os.environ[environment.REDIS_URL] = redis_url  # read by the server it imports
     if log_format == "json":
         os.environ[environment.LOG_FORMAT] = log_format  # for the server processes it starts
     if reload and not use_http:
