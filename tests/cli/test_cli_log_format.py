@@ -15,6 +15,7 @@ import httpx2
 import pytest
 
 from command_serving import MCPSERVE, served_command
+from mcpserve.protocol.request_state import generate_key
 from wire_helpers import call, child_env, decode_reply, encode, free_port, mcp_headers
 
 SERVER = """
@@ -244,3 +245,41 @@ def test_over_stdio_the_log_is_json_on_stderr_and_stdout_is_only_the_protocol(
     assert of_request(lines, 1) == {"shelf": ["shelving Dune"]}
     assert of_request(lines, 2) == {"shelf": ["shelving slowly Emma"]}
     assert of_request(lines, 11) == {"shelf": ["shelving Ulysses"]}
+
+
+WORKER_SERVER = """
+import logging
+
+from mcpserve import Server
+
+server = Server("shelf", legacy=False)
+
+
+@server.tool
+def shelve(title: str) -> str:
+    logging.getLogger("shelf").warning("shelving %s", title)
+    return title
+"""
+
+
+@pytest.mark.subprocess
+def test_with_workers_every_process_uvicorn_starts_writes_json(tmp_path: Path) -> None:
+    port = free_port()
+    app = tmp_path / "shelf.py"
+    app.write_text(WORKER_SERVER)
+    command = ["run", str(app), "--http", "--port", str(port), "--workers", "2",
+               "--access-log", "--log-format", "json"]  # fmt: skip
+    keys = {"MCPSERVE_STATE_KEYS": generate_key()}
+    with served_command(command, cwd=tmp_path, port=port, env=keys) as served:
+        for number in range(4):
+            message = call(f"w-{number}", "shelve", {"title": f"book {number}"})
+            headers = mcp_headers("tools/call", "shelve")
+            answer = httpx2.post(served.url, content=encode(message), headers=headers, timeout=10)
+            assert decode_reply("tools/call", answer).result
+        lines = json_lines(served.stop())
+    started = [line for line in lines if line["message"].startswith("Started server process")]
+    assert len(started) == 2
+    for number in range(4):
+        written = of_request(lines, f"w-{number}")
+        assert written["shelf"] == [f"shelving book {number}"]
+        assert len(written["uvicorn.access"]) == 1
