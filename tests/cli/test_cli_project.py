@@ -18,6 +18,8 @@ from click.testing import CliRunner, Result
 
 from command_serving import MCPSERVE, served_command
 from mcpserve.cli import main
+from mcpserve.protocol.request_state import generate_key
+from redis_server import RedisServer
 from wire_helpers import call, child_env, decode_reply, encode, free_port, mcp_headers
 
 SERVER = """
@@ -265,3 +267,33 @@ def test_install_without_a_target_installs_the_files_server_with_its_env_file(
     app = f"{project.resolve() / 'shelf_app.py'}:server"
     assert entry == {"command": sys.executable, "args": ["-m", "mcpserve.cli", "run", app],
                      "env": {"SHELF_NAME": "oak"}}  # fmt: skip
+
+
+@pytest.mark.subprocess
+@pytest.mark.redis
+def test_the_files_redis_url_shares_handshake_era_sessions_between_its_workers(
+    tmp_path: Path, redis: RedisServer
+) -> None:
+    redis.flush()
+    port = free_port()
+    write_project(tmp_path, f'server = "shelf_app.py"\ntransport = "http"\nport = {port}\n'
+                            f'workers = 2\nredis_url = "{redis.url}"\n')  # fmt: skip
+    keys = {"MCPSERVE_STATE_KEYS": generate_key(), "MCPSERVE_REDIS_URL": ""}
+    with served_command(["run"], cwd=tmp_path, port=port, env=keys) as served:
+        headers = {"content-type": "application/json",
+                   "accept": "application/json, text/event-stream"}  # fmt: skip
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "old", "version": "1"}}}  # fmt: skip
+        started = httpx2.post(served.url, json=hello, headers=headers, timeout=10)
+        assert started.status_code == 200, started.text
+        headers |= {"mcp-session-id": started.headers["mcp-session-id"],
+                    "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        httpx2.post(served.url, json=initialized, headers=headers, timeout=10)
+        for number in range(6):  # each on a new connection, which either worker may take
+            params = {"name": "shelve", "arguments": {"title": f"b{number}"}}
+            called = {"jsonrpc": "2.0", "id": 2 + number, "method": "tools/call", "params": params}
+            answer = httpx2.post(served.url, json=called, headers=headers, timeout=10)
+            assert answer.status_code == 200, answer.text
+            assert f"b{number} on unset" in answer.text
