@@ -98,6 +98,22 @@ def test_a_port_on_the_command_line_wins_over_the_files(tmp_path: Path) -> None:
         assert not listening(in_file)
 
 
+@pytest.mark.subprocess
+@pytest.mark.parametrize(("metrics", "status"), [("true", 200), ("false", 404)])
+def test_metrics_in_the_file_serves_metrics_for_prometheus(
+    tmp_path: Path, metrics: str, status: int
+) -> None:
+    port = free_port()
+    write_project(tmp_path, f'server = "shelf_app.py"\ntransport = "http"\nport = {port}\n'
+                            f"metrics = {metrics}\n")  # fmt: skip
+    with served_command(["run"], cwd=tmp_path, port=port, env={"MCPSERVE_METRICS": ""}) as served:
+        assert shelve(served.url, "Dune") == "Dune on unset"
+        scraped = httpx2.get(served.url.removesuffix("/mcp") + "/metrics", timeout=10)
+    assert scraped.status_code == status
+    if status == 200:
+        assert 'gen_ai_tool_name="shelve"' in scraped.text
+
+
 def stdio_stderr(folder: Path, args: list[str], env: dict[str, str]) -> str:
     """What ``mcpserve run ARGS`` in ``folder`` writes on stderr for one stdio tool call."""
     done = subprocess.run(
