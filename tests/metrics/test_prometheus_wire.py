@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -123,14 +124,16 @@ async def test_metrics_true_is_off_by_default_and_on_with_the_environment(
 
 WORKER_APP = """
 import os
+import time
 
 from mcpserve import Server
 
-server = Server("pids", legacy=False)
+server = Server("pids", legacy=False, blocking_warning_seconds=None)
 
 
 @server.tool
 def where() -> dict:
+    time.sleep(0.02)  # holds this worker's event loop: a call sent meanwhile goes to the other
     return {"pid": os.getpid(), "directory": os.environ.get("PROMETHEUS_MULTIPROC_DIR")}
 """
 
@@ -163,11 +166,15 @@ def test_several_workers_report_the_sum_of_all_and_remove_their_directory(
         httpx2.Client(timeout=10) as client,
     ):
         calls = 0
-        while calls < 200 and (len(seen) < 2 or calls < 20):  # bounded: both must serve
-            answer = where(client, served.url, calls)
-            calls += 1
-            seen[answer["pid"]] = seen.get(answer["pid"], 0) + 1
-            directories.add(answer["directory"])
+        with ThreadPoolExecutor(4) as pool:  # four at once: a busy worker leaves one to the other
+            while calls < 200 and (len(seen) < 2 or calls < 20):  # bounded: both must serve
+                batch = list(
+                    pool.map(lambda n: where(client, served.url, n), range(calls, calls + 4))
+                )
+                calls += len(batch)
+                for answer in batch:
+                    seen[answer["pid"]] = seen.get(answer["pid"], 0) + 1
+                    directories.add(answer["directory"])
         metrics_url = served.url.removesuffix("/mcp") + "/metrics"
         totals = set()
         for _ in range(6):  # each scrape is answered by either worker: all say the same
