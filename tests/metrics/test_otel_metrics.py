@@ -16,6 +16,7 @@ from http_serving import serve_asgi
 from legacy_schema import initialize_message
 from mcpserve import Server, ToolError
 from mcpserve.middleware import RateLimit
+from metric_points import points
 from wire_helpers import asgi_client, call, default_headers, encode, post, request
 
 MODERN = "2026-07-28"
@@ -43,18 +44,6 @@ def measured_server(reader: InMemoryMetricReader, **options: Any) -> Server:
         raise ToolError("No.")
 
     return server
-
-
-def points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, Any], Any]]:
-    """The data points of one metric: (attributes, point), in a stable order."""
-    found: list[tuple[dict[str, Any], Any]] = []
-    data = reader.get_metrics_data()
-    for resource in data.resource_metrics if data is not None else ():
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name == name:
-                    found.extend((dict(p.attributes or {}), p) for p in metric.data.data_points)
-    return sorted(found, key=lambda pair: sorted(pair[0].items()))
 
 
 def durations(reader: InMemoryMetricReader) -> list[tuple[dict[str, Any], int]]:
