@@ -8,6 +8,10 @@ When the connection drops, the reader logs the outage and reconnects with a grow
 pause (0.1 s up to 5 s); listeners stay open throughout. Events published anywhere during
 the outage are lost for the processes that missed them. That is the protocol's own
 contract: a notification is a hint, and clients re-list after reconnecting.
+
+With metrics on, the outage counts once in ``mcpserve.redis.errors``
+(``mcpserve.component="Subscription bus"``), and so does each publish that failed; the
+reader's retries do not, so the count does not follow the backoff.
 """
 
 from __future__ import annotations
@@ -22,10 +26,14 @@ import orjson
 
 from ..._extras import require
 from ..._types import Event, EventListener, JSONDict
+from ...metrics.names import REDIS_ERRORS
+from ...metrics.recorder import record_everywhere
 
 logger = logging.getLogger("mcpserve.bus")
 
 DEFAULT_CHANNEL = "mcpserve:events"
+#: The bus's ``mcpserve.component`` in ``mcpserve.redis.errors``.
+COMPONENT = "Subscription bus"
 
 
 class RedisBus:
@@ -71,6 +79,7 @@ class RedisBus:
         try:
             await self._client.publish(self.channel, message)
         except Exception as exc:
+            record_everywhere(REDIS_ERRORS, 1, (COMPONENT,))
             logger.warning(
                 "Redis bus: could not publish %s (%s); other processes miss it",
                 event.get("type"),
@@ -111,6 +120,7 @@ class RedisBus:
             except Exception as exc:
                 if self.connected.is_set() or not self.outages:
                     self.outages += 1
+                    record_everywhere(REDIS_ERRORS, 1, (COMPONENT,))
                     logger.warning(
                         "Redis bus: connection to %s lost (%s); retrying", redact(self.url), exc
                     )
