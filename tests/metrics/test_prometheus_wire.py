@@ -128,7 +128,7 @@ import time
 
 from mcpserve import Server
 
-server = Server("pids", legacy=False, blocking_warning_seconds=None)
+server = Server("pids", legacy=False, blocking_warning_seconds=None{options})
 
 
 @server.tool
@@ -148,17 +148,33 @@ def where(client: httpx2.Client, url: str, n: int) -> dict[str, Any]:
     return structured
 
 
+#: How a served server turns /metrics on: (its options, flags of ``mcpserve run``, a line of
+#: its --env-file). The CLI's supervising process must see each before it starts workers.
+TURNED_ON = {
+    "the flag": ("", ["--metrics"], None),
+    "the option": (", metrics=True", [], None),
+    "an env file": ("", [], "MCPSERVE_METRICS=1"),
+}
+
+
 @pytest.mark.subprocess
+@pytest.mark.parametrize("how", list(TURNED_ON))
 def test_several_workers_report_the_sum_of_all_and_remove_their_directory(
-    tmp_path: Path,
+    tmp_path: Path, how: str
 ) -> None:
     from mcpserve.protocol.request_state import generate_key
 
+    options, flags, env_line = TURNED_ON[how]
     app = tmp_path / "pids.py"
-    app.write_text(WORKER_APP)
+    app.write_text(WORKER_APP.replace("{options}", options))
+    if env_line is not None:
+        (tmp_path / "serve.env").write_text(env_line + "\n")
+        flags = [*flags, "--env-file", str(tmp_path / "serve.env")]
     command = [sys.executable, "-m", "mcpserve.cli", "run", str(app), "--http",
-               "--port", "{port}", "--workers", "2", "--metrics"]  # fmt: skip
+               "--port", "{port}", "--workers", "2", *flags]  # fmt: skip
     env = {"MCPSERVE_STATE_KEYS": generate_key(), "PROMETHEUS_MULTIPROC_DIR": ""}
+    if env_line is None:  # (a variable already set wins over the env file's line)
+        env["MCPSERVE_METRICS"] = ""
     seen: dict[int, int] = {}
     directories = set()
     with (

@@ -24,7 +24,7 @@ import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -48,6 +48,9 @@ from .project import ProjectCommand, ProjectFile, chosen_target
 from .targets import display_name, load_server, target_file
 from .terminal import say
 from .use import read_env_file
+
+if TYPE_CHECKING:
+    from ..server.server import Server
 
 NEEDS_HTTP = (
     'Serving HTTP needs uvicorn, which the http extra installs: pip install "mcpserve[http]"'
@@ -220,7 +223,7 @@ def run(
             environment.DRAIN_SECONDS: str(drain_seconds),  # each worker drains
         }
     )
-    with worker_metrics(metrics):
+    with worker_metrics(serves_metrics(server)):
         uvicorn.run(
             "mcpserve.cli.serve:worker_app",
             factory=True,
@@ -237,9 +240,18 @@ def run(
         )
 
 
+def serves_metrics(server: Server) -> bool:
+    """Whether the loaded server answers ``/metrics``: ``Server(metrics=True)``, or
+    ``metrics=None`` with ``MCPSERVE_METRICS`` set (by ``--metrics``, the environment or
+    ``--env-file``). Read from its options: prometheus-client is not loaded here."""
+    metering = server.runtime.metering
+    return metering is not None and metering.prometheus
+
+
 def worker_metrics(metrics: bool) -> contextlib.AbstractContextManager[object]:
-    """With ``--metrics``, the directory the workers add their Prometheus values up in
-    (made before uvicorn starts them, removed once they have all stopped)."""
+    """For a server that answers ``/metrics``, the directory the workers add their
+    Prometheus values up in (made before uvicorn starts them, removed once they have all
+    stopped): each worker's ``/metrics`` is then the sum over all of them."""
     if not metrics:
         return contextlib.nullcontext()
     from ..metrics.multiprocess import shared_directory
