@@ -18,11 +18,13 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
 
 from listens import listen
+from mcpserve import Server
 from redis_server import RedisServer
 from wire_helpers import (
     SERVERS,
@@ -34,6 +36,7 @@ from wire_helpers import (
     mcp_headers,
     parse_sse,
     post,
+    request,
 )
 
 pytestmark = pytest.mark.subprocess
@@ -46,10 +49,11 @@ EXIT_BOUND = 5.0
 
 
 def drain_app(
-    marker_dir: Path, drain: float, *args: str
+    marker_dir: Path, drain: float, *args: str, env: dict[str, str] | None = None
 ) -> contextlib.AbstractContextManager[HTTPServerProcess]:
     command = [sys.executable, str(DRAIN_APP), "--port", "{port}", *args]
-    return http_server_process(marker_dir, args=command, env={"MCPSERVE_DRAIN_SECONDS": str(drain)})
+    environment = {"MCPSERVE_DRAIN_SECONDS": str(drain), **(env or {})}
+    return http_server_process(marker_dir, args=command, env=environment)
 
 
 @contextlib.asynccontextmanager
@@ -130,6 +134,59 @@ async def test_shutdown_grace_bounds_a_call_that_would_not_finish(tmp_path: Path
         assert time.monotonic() - signalled >= 1.5
         log = srv.log.read_text()
     assert "timeout graceful shutdown exceeded" in log, log
+
+
+TASKS = {
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    }
+}
+
+
+async def task_after_the_stop(store: str, task_id: str) -> dict[str, Any]:
+    """The task as another instance on the same store reads it, once the process is gone."""
+    reader = Server("drain", task_store=store)
+
+    @reader.tool(task="optional")
+    async def long_job(seconds: float) -> str:
+        raise AssertionError("never called here")
+
+    async with reader.running():
+        answer = await reader.handle(request(2, "tasks/get", {"taskId": task_id}, **TASKS))
+    assert answer is not None
+    task: dict[str, Any] = answer["result"]
+    return task
+
+
+@pytest.mark.parametrize(
+    ("seconds", "grace", "status"),
+    [(2.0, 20.0, "completed"), (60.0, 1.0, "failed")],
+    ids=["finishes-within-the-grace", "outlasts-the-grace"],
+)
+async def test_a_task_running_at_sigterm_gets_the_shutdown_grace(
+    tmp_path: Path, seconds: float, grace: float, status: str
+) -> None:
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    env = {"MCPSERVE_TASK_STORE": store}
+    with drain_app(tmp_path, 0.0, "--shutdown-grace", str(grace), env=env) as srv:
+        async with client_of(srv) as http:
+            created = (await post(http, call(1, "long_job", {"seconds": seconds}, **TASKS))).result
+            assert created["resultType"] == "task"
+            await asyncio.sleep(0.3)  # it runs
+            signalled = time.monotonic()
+            srv.process.send_signal(signal.SIGTERM)
+            await exited_within(srv.process, min(seconds, grace) + EXIT_BOUND)
+        took = time.monotonic() - signalled
+    assert took >= min(seconds, grace) - 0.5  # the lifespan's end waited for the task
+    task = await task_after_the_stop(store, created["taskId"])
+    assert task["status"] == status, task
+    if status == "completed":
+        assert task["result"]["content"] == [{"type": "text", "text": f"done after {seconds}"}]
+    else:
+        assert task["error"] == {
+            "code": -32603,
+            "message": "The server stopped before the task finished",
+        }
 
 
 async def test_a_post_stream_still_open_when_the_grace_ends_gets_a_retry_hint(

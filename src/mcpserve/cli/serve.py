@@ -221,6 +221,7 @@ def run(
             environment.WORKER_PATH: path,
             environment.WORKER_HOST: host,
             environment.DRAIN_SECONDS: str(drain_seconds),  # each worker drains
+            environment.SHUTDOWN_GRACE: str(shutdown_grace),  # and gives its tasks the grace
         }
     )
     with worker_metrics(serves_metrics(server)):
@@ -352,7 +353,13 @@ def worker_app() -> Any:
     app.sole_process = environment.read(environment.WORKER_SOLE) == "1"  # type: ignore[attr-defined]
     # uvicorn's supervisor stops each worker with SIGTERM: each drains as one process does.
     drain = seconds_from_environment(environment.DRAIN_SECONDS)
-    drain_on_exit_signals(server, app.state, 0.0 if drain is None else drain)  # type: ignore[attr-defined]
+    grace = seconds_from_environment(environment.SHUTDOWN_GRACE)
+    drain_on_exit_signals(
+        server,
+        app.state,  # type: ignore[attr-defined]
+        0.0 if drain is None else drain,
+        DEFAULT_HTTP_SHUTDOWN_GRACE if grace is None else grace,
+    )
     return app
 
 

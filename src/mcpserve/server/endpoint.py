@@ -10,6 +10,8 @@ lifespan comes and goes.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,6 +42,9 @@ class KeySharing(Protocol):
     def sealer(self) -> StateSealer: ...
 
     def resolve_metrics(self) -> Metrics | None: ...
+
+    #: Until when background work may finish once the process stops (set by ``stopping``).
+    stop_deadline: float | None
 
 
 class SubscriptionParts(Protocol):
@@ -188,6 +193,10 @@ class ServerEndpoint:
 
     def declared_scopes(self) -> frozenset[str]:
         return self._server.registry.declared_scopes()
+
+    def stopping(self, grace_seconds: float | None) -> None:
+        deadline = math.inf if grace_seconds is None else time.monotonic() + grace_seconds
+        self._server.runtime.stop_deadline = deadline
 
     @property
     def has_lifespan(self) -> bool:

@@ -50,6 +50,7 @@ class Runtime:
         "metering",
         "metrics",
         "state_stores",
+        "stop_deadline",
         "tool_timeout",
         "upstream_tokens",
     )
@@ -100,6 +101,10 @@ class Runtime:
         self.state_stores = state_stores
         #: Seconds an awaited tool may run unless it names its own ``timeout=``; None: no limit.
         self.tool_timeout = tool_timeout
+        #: Until when (``time.monotonic()``) background work may finish once the process
+        #: stops, as its transport announced after a drain (``math.inf``: no limit); None
+        #: while no stop was announced (then the lifespan's end fails it at once).
+        self.stop_deadline: float | None = None
         #: Decides what the server records metrics to, when it first answers (None: nothing).
         self.metering = metering
         #: Where measurements go (``mcpserve.metrics``), once decided; None: nowhere.

@@ -14,8 +14,10 @@ SIGTERM (an orchestrator or a deploy retiring this instance)
        end, each with an SSE ``retry`` hint so the client reconnects (through the
        balancer, to another instance); and uvicorn's own handler runs. uvicorn gives the
        requests still running ``shutdown_grace`` seconds (its ``timeout_graceful_shutdown``),
-       cancels what is left, and runs the lifespan's end. Handshake-era sessions kept in
-       Redis outlive the process: their clients carry on with the next instance.
+       cancels what is left, and runs the lifespan's end. Tasks running in the process get
+       the same grace, counted from the stop (``Endpoint.stopping``): the lifespan's end
+       waits for them until then, and fails those still running. Handshake-era sessions
+       kept in Redis outlive the process: their clients carry on with the next instance.
 
 SIGINT (Ctrl-C at a terminal)
     No balancer to wait for: steps 1 and 3 at once (``docs/decisions.md``, "SIGINT does not
@@ -53,8 +55,12 @@ class Drain:
         server: Endpoint | Servable,
         state: ServingState | None = None,
         drain_seconds: float = 0.0,
+        shutdown_grace: float | None = 0.0,
     ) -> None:
-        self.events = endpoint_of(server).events
+        self.endpoint = endpoint_of(server)
+        self.events = self.endpoint.events
+        #: What the server's background work (tasks) may take once the drain is over.
+        self.shutdown_grace = shutdown_grace
         self.state = state if state is not None else ServingState(started=True)
         self.drain_seconds = drain_seconds
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -108,16 +114,21 @@ class Drain:
         if not self._stopped:
             self._stopped = True
             self.state.stopping = True
+            self.endpoint.stopping(self.shutdown_grace)
             self.events.end_listens()
         if callable(previous):
             previous(signum, frame)
 
 
 def drain_on_exit_signals(
-    server: Endpoint | Servable, state: ServingState | None, drain_seconds: float
+    server: Endpoint | Servable,
+    state: ServingState | None,
+    drain_seconds: float,
+    shutdown_grace: float | None = 0.0,
 ) -> Drain:
     """Install the drain (module docstring) for ``server``, whose HTTP app reports ``state``
-    (``HTTPApp.state``) on ``/readyz``; returns it."""
-    drain = Drain(server, state, drain_seconds)
+    (``HTTPApp.state``) on ``/readyz``; the server's tasks get ``shutdown_grace`` (give
+    uvicorn the same ``timeout_graceful_shutdown``). Returns it."""
+    drain = Drain(server, state, drain_seconds, shutdown_grace)
     drain.install()
     return drain

@@ -126,6 +126,12 @@ class Endpoint(Protocol):
         ``requestState``."""
         ...
 
+    def stopping(self, grace_seconds: float | None) -> None:
+        """The process is stopping (a drain is over): what the server runs in the
+        background, such as tasks, may take ``grace_seconds`` more to finish (None: as long
+        as it takes) before the lifespan's end fails it."""
+        ...
+
     def state_key_ring(self) -> list[tuple[str, bytes]]:
         """The ``requestState`` key ring, newest first (an authorization server derives
         its keys from it, so every process shares them)."""

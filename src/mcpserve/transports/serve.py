@@ -181,7 +181,7 @@ def run_http(
         drain = DEFAULT_DRAIN_SECONDS if drain_seconds is None else drain_seconds
 
         def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
-            drain_on_exit_signals(endpoint, app.state, drain)
+            drain_on_exit_signals(endpoint, app.state, drain, shutdown_grace)
             return app
 
         config = uvicorn.Config(

@@ -1,11 +1,11 @@
 """A server for the health and drain wire tests (``tests/transports/test_health.py``,
 ``test_drain.py``), served by ``server.run("http")`` on 127.0.0.1:``--port``.
 
-``server.run`` reads ``MCPSERVE_DRAIN_SECONDS`` itself (and ``MCPSERVE_REDIS_URL`` through
-``Server``); ``--shutdown-grace S`` is passed on. ``--auth`` protects the endpoint with
-``auth=``, a verifier that accepts no token at all, so a probe answered 200 was answered
-without one. ``--health-path P`` and ``--ready-path P`` move the probes (``-`` turns one
-off). ``mcpserve run drain_app.py`` serves :data:`server` (no auth).
+``server.run`` reads ``MCPSERVE_DRAIN_SECONDS`` itself (and ``MCPSERVE_REDIS_URL`` and
+``MCPSERVE_TASK_STORE`` through ``Server``); ``--shutdown-grace S`` is passed on. ``--auth``
+protects the endpoint with ``auth=``, a verifier that accepts no token at all, so a probe
+answered 200 was answered without one. ``--health-path P`` and ``--ready-path P`` move the
+probes (``-`` turns one off). ``mcpserve run drain_app.py`` serves :data:`server` (no auth).
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ def build(auth: bool) -> Server:
         await ctx.notify("test/sleeping", {"seconds": seconds})
         await asyncio.sleep(seconds)
         return "woke up"
+
+    @server.tool(task="optional")
+    async def long_job(seconds: float) -> str:
+        """A task that sleeps ``seconds`` (its store: ``MCPSERVE_TASK_STORE``)."""
+        await asyncio.sleep(seconds)
+        return f"done after {seconds}"
 
     @server.tool
     def whoami() -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -364,7 +365,13 @@ class Tasks:
             asyncio.get_running_loop().create_task(self.changed(running.record))
 
     async def shutdown(self) -> None:
-        """The server stops: tasks still running here fail, saying so."""
+        """The server stops: tasks still running here get until the stop's deadline (the
+        grace a drain announced; none otherwise), then fail, saying so."""
+        deadline = self.runtime.stop_deadline
+        jobs = {r.job for r in self.running.values() if r.job is not None and not r.job.done()}
+        if jobs and deadline is not None:
+            timeout = None if deadline == math.inf else max(0.0, deadline - time.monotonic())
+            await asyncio.wait(jobs, timeout=timeout)
         for running in list(self.running.values()):
             error = InternalError("The server stopped before the task finished")
             await running.finish("failed", error=error)
