@@ -155,11 +155,12 @@ class HTTPApp:
         self._accepted_hosts: set[bytes | None] = set()
         #: Started, draining, stopping: what /readyz reports and a SIGTERM changes (drain.py).
         self.state = ServingState(started=not endpoint.has_lifespan)
+        # A route of your own at a probe's path replaces the probe (it was there first).
         self.health = HealthRoutes(
             self.state,
             self.origin_policy,
-            health_path=health_path,
-            ready_path=ready_path,
+            health_path=None if health_path in self.routes else health_path,
+            ready_path=None if ready_path in self.routes else ready_path,
             redis_url=endpoint.redis_url,
             running=lambda: endpoint.is_running,
         )
