@@ -37,6 +37,7 @@ OPTIONAL: dict[str, tuple[str, str]] = {
     "jwt": ("PyJWT", "auth"),
     "redis": ("redis", "redis"),
     "opentelemetry": ("opentelemetry-api", "otel"),
+    "docket": ("pydocket", "workers"),
 }
 
 
