@@ -366,6 +366,35 @@ async def test_renew_extends_the_owners_live_leases(backend: Backend) -> None:
     assert (kept.status, kept.status_message, kept.lease_until) == ("working", "later", until)
 
 
+async def test_a_queued_task_is_claimed_by_one_worker_only(backend: Backend) -> None:
+    store = await backend.fresh()
+    queued = new("alice", status_message="queued")
+    ended = new("alice", status_message="queued")
+    for record in (queued, ended):
+        await store.create(record)
+    ended.status = "cancelled"
+    await store.save(ended)
+    until = time.time() + 60
+    taken = await store.claim(queued.task_id, "worker-a", until)
+    assert taken is not None
+    assert (taken.owner, taken.lease_until, taken.status_message) == ("worker-a", until, None)
+    kept = await read(backend.open(), queued.task_id)
+    assert (kept.status, kept.owner, kept.lease_until) == ("working", "worker-a", until)
+    # A second worker (a redelivery) finds it held, and learns by whom; nothing changes.
+    again = await store.claim(queued.task_id, "worker-b", until + 5)
+    assert again is not None
+    assert (again.owner, again.lease_until) == ("worker-a", until)
+    assert (await read(backend.open(), queued.task_id)).owner == "worker-a"
+    # A task cancelled while queued is not taken; an unknown one is None.
+    refused = await store.claim(ended.task_id, "worker-a", until)
+    assert refused is not None
+    assert (refused.status, refused.owner) == ("cancelled", None)
+    assert await store.claim("no-such-task", "worker-a", until) is None
+    # The holder renews the claimed lease as any owner does.
+    await store.renew([queued.task_id], "worker-a", until + 30)
+    assert (await read(backend.open(), queued.task_id)).lease_until == until + 30
+
+
 @pytest.mark.slow
 async def test_created_and_expired_tasks_leave_nothing_behind(backend: Backend) -> None:
     """Over 100,000 created-and-expired tasks, memory stays flat, and SQLite's rows and

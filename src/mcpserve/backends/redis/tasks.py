@@ -35,6 +35,7 @@ from ...extensions.tasks.records import (
     TaskRecord,
     TaskStoreUnavailable,
     TooManyTasks,
+    claim_lease,
     expire_lease,
     renew_lease,
     saved_state,
@@ -176,6 +177,12 @@ class RedisTaskStore:
         for task_id, done in zip(swapped, written, strict=True):
             if not done:
                 await self._change(task_id, "renew a task lease", renewing)
+
+    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+        def claiming(record: TaskRecord, now: float) -> JSONDict | None:
+            return record.to_dict() if claim_lease(record, owner, until, now) else None
+
+        return await self._change(task_id, "claim a task", claiming)
 
     async def _change(self, task_id: str, what: str, change: Change) -> TaskRecord | None:
         """The task as ``change`` leaves it (it returns the state to write, None for none),

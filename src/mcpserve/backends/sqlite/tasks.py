@@ -41,6 +41,7 @@ from ...extensions.tasks.records import (
     TaskRecord,
     TaskStoreUnavailable,
     TooManyTasks,
+    claim_lease,
     expire_lease,
     renew_lease,
     saved_state,
@@ -98,6 +99,9 @@ class SQLiteTaskStore:
     async def renew(self, task_ids: Collection[str], owner: str, until: float) -> None:
         if task_ids:
             await self._run("renew task leases", self._renew, list(task_ids), owner, until)
+
+    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+        return await self._run("claim a task", self._claim, task_id, owner, until)
 
     async def close(self) -> None:
         if self._executor is None:
@@ -218,6 +222,14 @@ class SQLiteTaskStore:
                 record = _read(db, task_id, now)
                 if record is not None and renew_lease(record, owner, until, now):
                     _update(db, task_id, record.to_dict())
+
+    def _claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+        now = time.time()
+        with self._write() as db:
+            record = _read(db, task_id, now)
+            if record is not None and claim_lease(record, owner, until, now):
+                _update(db, task_id, record.to_dict())
+        return record
 
 
 def _read(db: sqlite3.Connection, task_id: str, now: float) -> TaskRecord | None:

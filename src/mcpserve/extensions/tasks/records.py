@@ -196,6 +196,21 @@ def renew_lease(record: TaskRecord, owner: str, until: float, now: float) -> boo
     return True
 
 
+def claim_lease(record: TaskRecord, owner: str, until: float, now: float) -> bool:
+    """Give a queued task (one nobody holds yet) to ``owner`` until ``until``, which clears
+    its ``queued`` status message; True when the record changed. A task someone else holds,
+    or that ended, is left alone: the caller reads who holds it from the record."""
+    if expire_lease(record, now):
+        return True
+    if record.terminal or record.owner is not None:
+        return False
+    record.owner = owner
+    record.lease_until = until
+    record.status_message = None
+    record.updated_at = now
+    return True
+
+
 def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> JSONDict | None:
     """What a store writes when ``record`` is saved over the state it keeps, ``stored``; None
     for nothing. Terminal states never change, whoever saves what; the identity of the task
@@ -239,6 +254,10 @@ class TaskStore(Protocol):
     async def renew(self, task_ids: Collection[str], owner: str, until: float) -> None:
         """Extend to ``until`` the leases of these tasks, which ``owner`` still runs; those
         it does not own, or that ended, are left alone."""
+
+    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+        """A worker takes a queued task (:func:`claim_lease`): the record as it is now, held
+        by ``owner`` unless another holds it or it ended; None when there is no such task."""
 
     async def close(self) -> None:
         """Let go of the store's connections; a later call opens them again."""
@@ -284,6 +303,12 @@ class MemoryTaskStore:
             record = self._records.get(task_id)
             if record is not None and record.expires_at > now:
                 renew_lease(record, owner, until, now)
+
+    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+        record = await self.get(task_id)
+        if record is not None:
+            claim_lease(record, owner, until, time.time())
+        return record
 
     async def close(self) -> None:
         """Nothing to let go of."""
