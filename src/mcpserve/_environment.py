@@ -16,6 +16,8 @@ REDIS_URL = "MCPSERVE_REDIS_URL"
 BUS = "MCPSERVE_BUS"
 #: Where tasks are kept: ``memory://``, ``sqlite:///path`` or ``redis://...``.
 TASK_STORE = "MCPSERVE_TASK_STORE"
+#: The Redis whose workers (``mcpserve worker``) run task tools: ``redis://host:port/db``.
+TASK_QUEUE = "MCPSERVE_TASK_QUEUE"
 #: The keys that seal ``requestState``, shared by every process (``mcpserve keygen``).
 STATE_KEYS = "MCPSERVE_STATE_KEYS"
 #: Serve /metrics for Prometheus (``Server(metrics=None)``, ``mcpserve run --metrics``).

@@ -8,7 +8,8 @@ here, so a new command is a new module and one ``add_command`` line:
   client does, in this process or over stdio;
 * :mod:`.install`: ``install``, which writes a client application's config entry;
 * :mod:`.proxy`: ``proxy``, which serves another server (or a gateway of several);
-* :mod:`.dev`: ``dev``, the server with a browser dev page (:mod:`mcpserve.dev`).
+* :mod:`.dev`: ``dev``, the server with a browser dev page (:mod:`mcpserve.dev`);
+* :mod:`.worker`: ``worker``, which runs the task tools a server's front-ends queue.
 
 Every target is ``file.py[:server]`` or ``module[:server]`` (:mod:`.targets`). Progress and
 prompts go to stderr, so stdout carries only results and can be piped.
@@ -37,6 +38,7 @@ from .proxy import proxy  # noqa: E402
 from .serve import NEEDS_HTTP, keygen, require_uvicorn, run, worker_app  # noqa: E402
 from .targets import load_server  # noqa: E402
 from .use import call, inspect, prompt, read  # noqa: E402
+from .worker import worker  # noqa: E402
 
 __all__ = ["NEEDS_CLI", "NEEDS_HTTP", "load_server", "main", "require_uvicorn", "worker_app"]
 
@@ -78,3 +80,4 @@ main.add_command(prompt)
 main.add_command(install)
 main.add_command(dev)
 main.add_command(proxy)
+main.add_command(worker)

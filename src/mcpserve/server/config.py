@@ -4,7 +4,8 @@
 the records each part is built from (:class:`.settings.Settings`, :class:`.runtime.Runtime`,
 the subscription bus, the task store), so no part reads another's options from the server.
 The environment is read here and nowhere else in ``server/``: ``MCPSERVE_REDIS_URL``,
-``MCPSERVE_BUS``, ``MCPSERVE_TASK_STORE``, ``MCPSERVE_STATE_KEYS`` and ``MCPSERVE_METRICS``.
+``MCPSERVE_BUS``, ``MCPSERVE_TASK_STORE``, ``MCPSERVE_TASK_QUEUE``, ``MCPSERVE_STATE_KEYS`` and
+``MCPSERVE_METRICS``.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class ServerOptions(TypedDict, total=False):
 
     # Metrics: OpenTelemetry when a meter provider is there, /metrics for Prometheus when True
     metrics: object
+
+    # Task tools run on workers (`mcpserve worker`) that take them off this Redis queue
+    task_queue: str | None
 
 
 #: What an option is when ``Server(...)`` is not given it (the others default to None).
@@ -217,14 +221,25 @@ class ServerConfig:
             )
         return chosen
 
+    @property
+    def task_queue(self) -> str | None:
+        """``task_queue=``, else ``$MCPSERVE_TASK_QUEUE``: the Redis whose workers run the
+        task tools; None runs them in the process that was called."""
+        return self.options.get("task_queue") or environment.read(environment.TASK_QUEUE)
+
     def task_store(self) -> TaskStore:
         """``task_store=`` (a store or a URL), else ``$MCPSERVE_TASK_STORE``, else the shared
-        Redis when there is one, else this process's memory."""
+        Redis when there is one, else the task queue's Redis, else this process's memory."""
         from ..backends.task_stores import task_store_from_url
 
         chosen = self.options.get("task_store")
-        if chosen is None:
-            chosen = environment.read(environment.TASK_STORE) or self.redis_url or "memory://"
+        if chosen is None:  # workers read the tasks where the front-ends keep them
+            chosen = (
+                environment.read(environment.TASK_STORE)
+                or self.redis_url
+                or self.task_queue
+                or "memory://"
+            )
         if isinstance(chosen, str):
             return task_store_from_url(chosen, namespace=self.name)
         store: TaskStore = chosen

@@ -394,7 +394,7 @@ class Server(Generic[StateT]):
             return self.tasks
         from ..extensions.tasks.extension import TasksExtension
 
-        joined = TasksExtension.made(self.runtime, self.subscriptions, self._config.task_store())
+        joined = TasksExtension.made(self.runtime, self.subscriptions, self._config)
         return self.extensions.add(joined).tasks
 
     def use_skills(self) -> Skills:

@@ -1,15 +1,17 @@
 """The tasks extension as it joins a server (the seam of ``server/extension.py``).
 
-What it adds: the ``tasks/*`` methods, answered in both eras, and the running tasks' end
-when the server stops. Its capability is not its own to declare: the task tools in the
-registry declare it (``server/settings.py``), mounted and proxied ones included.
+What it adds: the ``tasks/*`` methods, answered in both eras, the running tasks' end
+when the server stops, and with ``task_queue=`` the queue that hands task tools to workers
+(``queue.py``), connected while the server runs. Its capability is not its own to declare:
+the task tools in the registry declare it (``server/settings.py``), mounted and proxied
+ones included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from ..._types import JSONDict
 from ...protocol.core import Handler
@@ -18,8 +20,11 @@ from ...server.methods import Method
 from ...server.runtime import Runtime
 from ...server.subscriptions import Subscriptions
 from .methods import TaskMethods
-from .records import TaskStore
 from .runner import Tasks
+
+if TYPE_CHECKING:
+    from ...server.config import ServerConfig
+    from .queue import TaskQueue
 
 
 class TasksExtension:
@@ -27,14 +32,23 @@ class TasksExtension:
 
     key = TASKS_EXTENSION
 
-    def __init__(self, tasks: Tasks) -> None:
+    def __init__(self, tasks: Tasks, queue: TaskQueue | None = None) -> None:
         self.tasks = tasks
+        #: The queue ``tasks`` hands its task tools to, for workers to run; None runs them here.
+        self.queue = queue
         self.task_methods = TaskMethods(tasks)
 
     @classmethod
-    def made(cls, runtime: Runtime, subscriptions: Subscriptions, store: TaskStore) -> Self:
+    def made(cls, runtime: Runtime, subscriptions: Subscriptions, config: ServerConfig) -> Self:
         """The extension for a server: its tasks publish on, and hear, the server's bus."""
-        joined = cls(Tasks(runtime, store=store, publish=subscriptions.publish_now))
+        queue = None
+        if config.task_queue is not None:
+            from .queue import TaskQueue
+
+            queue = TaskQueue(config.task_queue, server_name=config.name)
+        store = config.task_store()
+        tasks = Tasks(runtime, store=store, publish=subscriptions.publish_now, queue=queue)
+        joined = cls(tasks, queue)
         subscriptions.sinks.add(joined.tasks.control)
         subscriptions.task_ids = joined.task_methods.listened
         return joined
@@ -52,3 +66,5 @@ class TasksExtension:
 
     async def start(self, stack: AsyncExitStack) -> None:
         stack.push_async_callback(self.tasks.shutdown)
+        if self.queue is not None:
+            await stack.enter_async_context(self.queue)

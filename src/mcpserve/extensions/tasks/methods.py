@@ -8,7 +8,8 @@ caller's principal; anything else is the same -32602, so a stranger learns nothi
 ``tasks/update`` and ``tasks/cancel`` act on the process where the task's function runs:
 here directly, or through the subscription bus when another process (another worker, another
 machine on the shared Redis) runs it. Both are acknowledged at once; the client sees their
-effect on its next ``tasks/get``, as the extension allows.
+effect on its next ``tasks/get``, as the extension allows. A task still queued for a worker
+(held by no process) is cancelled in the store, so no worker takes it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..._types import Result
 from ...protocol.errors import InternalError, InvalidParams, MissingClientCapability
 from ...server.context.context import Context
 from .records import TASKS_EXTENSION, TaskRecord, TaskStoreUnavailable
-from .runner import CONTROL_EVENT, REQUIRED_EXTENSION, STORE_UNAVAILABLE, Tasks
+from .runner import CONTROL_EVENT, REQUIRED_EXTENSION, STORE_UNAVAILABLE, RunningTask, Tasks
 
 
 class TaskMethods:
@@ -77,6 +78,9 @@ class TaskMethods:
             if running.job is not None:
                 running.job.cancel()
         else:
+            if record.owner is None and self.tasks.queue is not None:
+                await RunningTask(self.tasks, record, {}).finish("cancelled")
+            # Also told: a worker may have taken it between the read and the save.
             await self._tell(record, "cancel")
         return {}
 

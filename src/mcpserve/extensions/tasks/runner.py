@@ -196,6 +196,7 @@ class Tasks:
         poll_interval_ms: int = 500,
         max_result_bytes: int = 4 * 1024 * 1024,
         publish: Callable[[JSONDict], Awaitable[None]] | None = None,
+        queue: Queue | None = None,
     ) -> None:
         self.runtime = runtime
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
@@ -209,6 +210,8 @@ class Tasks:
         self.instance = os.urandom(8).hex()
         self.lease_seconds = 30.0
         self._renewer: asyncio.Task[None] | None = None
+        #: Where task functions run when not here: workers that take them off this queue.
+        self.queue = queue
 
     @staticmethod
     def declared(ctx: Context) -> bool:
@@ -244,6 +247,8 @@ class Tasks:
                 message = f"Tool {tool.name!r} runs only as a task: declare {TASKS_EXTENSION}"
                 raise MissingClientCapability(REQUIRED_EXTENSION, message)
             return await tool.work(arguments, ctx)
+        if self.queue is not None and isinstance(tool, TaskTool) and tool.task_start == "call":
+            return await self.queue.call(self, tool, ctx)
         loop = asyncio.get_running_loop()
         started: asyncio.Future[TaskRecord] = loop.create_future()
         job_ctx = TaskContext(ctx.request, self.runtime)
@@ -254,14 +259,14 @@ class Tasks:
         job_ctx.task_starter = start
         if tool.task_start == "call":
             running = await self._start(job_ctx, started, None)
-            running.job = asyncio.create_task(self._execute(tool, arguments, job_ctx))
+            running.job = asyncio.create_task(self.execute(tool, arguments, job_ctx))
             # Let the job take its first step: a tasks/cancel that comes before it would
             # cancel a coroutine that never ran, and nothing would record the task's end.
             await asyncio.sleep(0)
             return {"resultType": "task", **running.record.task()}
         # The function runs until it awaits ctx.start_task() (whose task is then the job's
         # own), or ends first: whichever comes first answers the request.
-        job = asyncio.create_task(self._execute(tool, arguments, job_ctx))
+        job = asyncio.create_task(self.execute(tool, arguments, job_ctx))
         try:
             waiting: set[asyncio.Future[Any]] = {job, started}
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -286,23 +291,33 @@ class Tasks:
             owner=self.instance,
             lease_until=time.time() + self.lease_seconds,
         )
+        await self.create(record)
+        running = self.adopt(record, ctx)
+        ctx.request.send = None  # the request is answered: nothing more goes on its stream
+        started.set_result(record)
+        return running
+
+    async def create(self, record: TaskRecord) -> None:
+        """Keep a new task, or say in one JSON-RPC error why it cannot be."""
         try:
             await self.store.create(record)
         except TooManyTasks:
             raise InvalidRequest("Too many tasks: wait for some to finish or expire") from None
         except TaskStoreUnavailable:
             raise InternalError(STORE_UNAVAILABLE) from None
+
+    def adopt(self, record: TaskRecord, ctx: TaskContext) -> RunningTask:
+        """The task of ``ctx``'s call runs here from now on, in the current asyncio task:
+        its lease is renewed, and updates and cancels for it are heard here."""
         running = RunningTask(self, record, ctx.client_capabilities)
         running.job = asyncio.current_task()
         self.running[record.task_id] = running
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.create_task(self._renew(), name="mcpserve-task-leases")
         ctx.task = running
-        ctx.request.send = None  # the request is answered: nothing more goes on its stream
-        started.set_result(record)
         return running
 
-    async def _execute(self, tool: Taskable, arguments: Any, ctx: Context) -> Result | None:
+    async def execute(self, tool: Taskable, arguments: Any, ctx: Context) -> Result | None:
         """The tool's work; once it runs as a task, its end is recorded there."""
         ctx.attach(asyncio.current_task())  # ctx.cancelled follows this job, not the request
         try:
@@ -364,6 +379,14 @@ class Tasks:
             running.answer(event["responses"])
             asyncio.get_running_loop().create_task(self.changed(running.record))
 
+    async def abandon(self, message: str) -> None:
+        """Tasks still running here fail with ``message``, and their functions are cancelled."""
+        for running in list(self.running.values()):
+            await running.finish("failed", error=InternalError(message))
+            if running.job is not None:
+                running.job.cancel()
+        self.running.clear()
+
     async def shutdown(self) -> None:
         """The server stops: tasks still running here get until the stop's deadline (the
         grace a drain announced; none otherwise), then fail, saying so."""
@@ -372,15 +395,18 @@ class Tasks:
         if jobs and deadline is not None:
             timeout = None if deadline == math.inf else max(0.0, deadline - time.monotonic())
             await asyncio.wait(jobs, timeout=timeout)
-        for running in list(self.running.values()):
-            error = InternalError("The server stopped before the task finished")
-            await running.finish("failed", error=error)
-            if running.job is not None:
-                running.job.cancel()
-        self.running.clear()
+        await self.abandon("The server stopped before the task finished")
         if self._renewer is not None:
             self._renewer.cancel()
         await self.store.close()
+
+
+class Queue(Protocol):
+    """Where task functions run when not in this process (``queue.py``: workers)."""
+
+    async def call(self, tasks: Tasks, tool: TaskTool, ctx: Context) -> Result:
+        """``tools/call`` of ``tool``: the task is kept and queued; its ``CreateTaskResult``."""
+        ...
 
 
 class TaskContext(Context):

@@ -1,0 +1,150 @@
+"""A worker: a process that runs the task tools that front-ends queued (``mcpserve worker``).
+
+A worker is the server itself, loaded from the same file as the front-ends, running without
+a transport: its lifecycle joins the subscription bus that every process of the server
+shares, and a Docket worker takes jobs off the server's queue (``queue.py``), at most
+``concurrency`` at once. For each job it:
+
+1. claims the task's record (``TaskStore.claim``): the worker becomes its owner and holds
+   its lease, renewed while the function runs, so a worker that dies leaves a task that
+   reads failed once the lease passes, as a process running a task in process does. A task
+   cancelled while it waited, or expired, is not run. A job that comes again for a task
+   another worker holds means Docket gave up on that worker (it stopped renewing its own
+   lease on the job): the task fails as lost;
+2. builds the call's context again, bound to the caller: the request's ``params`` and
+   ``_meta`` (protocol version, client capabilities), and the caller's principal, scopes
+   and claims;
+3. runs the tool through :meth:`Tasks.execute`, the in-process path: progress and status
+   messages, the result or error, the result limit. ``tasks/update`` and ``tasks/cancel``
+   reach it as ``task-control`` events on the bus, which this process hears because it
+   holds the task (``Tasks.control``).
+
+SIGTERM or SIGINT stops the worker: it takes nothing new, lets running tasks finish for
+``grace`` seconds, then fails those left with "The worker stopped before the task
+finished" and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.core import Auth, Request
+from ...protocol.errors import InternalError
+from ...protocol.meta import read_meta
+from .queue import JOB, TaskQueue, parsed_job
+from .runner import RunningTask, TaskContext, Tasks, TaskTool
+
+if TYPE_CHECKING:
+    from ...server.registry import Registry
+    from ...server.server import Server
+
+logger = logging.getLogger("mcpserve.tasks")
+
+WORKER_LOST = "The worker running the task was lost"
+WORKER_STOPPED = "The worker stopped before the task finished"
+#: How long a job may go unrenewed before Docket gives it to another worker (the worker
+#: renews its jobs four times as often while they run).
+REDELIVERY_TIMEOUT = timedelta(seconds=30)
+
+
+class NotAWorkerServer(Exception):
+    """The server cannot run as a worker; the message says what to change."""
+
+
+async def run_worker(
+    server: Server[Any],
+    *,
+    concurrency: int = 10,
+    grace: float = 25.0,
+    ready: Callable[[], None] = lambda: None,
+) -> None:
+    """Run ``server``'s queued tasks until SIGTERM or SIGINT (this owns the process)."""
+    tasks = server.tasks
+    if tasks is None:
+        raise NotAWorkerServer(f"Server {server.name!r} has no task tools: nothing to run")
+    queue = tasks.queue
+    if not isinstance(queue, TaskQueue):
+        raise NotAWorkerServer(
+            f"Server {server.name!r} has no task queue: set MCPSERVE_TASK_QUEUE "
+            "(or Server(task_queue=...)) to the Redis its front-ends use"
+        )
+    from docket import Worker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    registry = server.registry
+
+    async def job(raw: str) -> None:
+        await run_job(tasks, registry, raw)
+
+    async with server.running():
+        docket = queue.docket
+        docket.register(job, names=[JOB])
+        async with Worker(
+            docket,
+            concurrency=concurrency,
+            redelivery_timeout=REDELIVERY_TIMEOUT,
+            schedule_automatic_tasks=False,
+        ) as worker:
+            taking = asyncio.create_task(worker.run_forever(), name="mcpserve-worker")
+            ready()
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait({taking, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            # Cancelled, Docket takes nothing new and waits for the running jobs.
+            taking.cancel()
+            await asyncio.wait({taking}, timeout=grace)
+            if not taking.done():
+                await tasks.abandon(WORKER_STOPPED)
+                await asyncio.wait({taking}, timeout=grace)
+            if taking.done() and not taking.cancelled() and taking.exception() is not None:
+                raise taking.exception()  # type: ignore[misc]
+
+
+async def run_job(tasks: Tasks, registry: Registry, raw: Any) -> None:
+    """One queued task, run here (see the module's docstring)."""
+    try:
+        job = parsed_job(raw)
+    except ValueError:
+        logger.error("A job on the task queue is not an mcpserve task: dropped")
+        return
+    until = time.time() + tasks.lease_seconds
+    record = await tasks.store.claim(job["taskId"], tasks.instance, until)
+    if record is None or record.terminal:
+        return  # expired, or cancelled while it waited
+    if record.owner != tasks.instance:
+        await RunningTask(tasks, record, {}).finish("failed", error=InternalError(WORKER_LOST))
+        return
+    params = job["params"]
+    caller = job["auth"]
+    request = Request(
+        job["taskId"],
+        "tools/call",
+        params,
+        read_meta(params),
+        auth=Auth(
+            caller["principal"],
+            frozenset(caller["scopes"]),
+            caller["claims"],
+            checked=caller["checked"],
+        ),
+    )
+    ctx = TaskContext(request, tasks.runtime)
+    running = tasks.adopt(record, ctx)
+    await running.save()  # taken: the status message "queued" is gone for every reader
+    tool = registry.tool(job["tool"])
+    if not isinstance(tool, TaskTool):
+        missing = f"The tool {job['tool']!r} is not a task tool of this worker's server"
+        await running.finish("failed", error=InternalError(missing))
+        tasks.running.pop(record.task_id, None)
+        return
+    request.target = tool
+    await tasks.execute(tool, params.get("arguments") or {}, ctx)

@@ -1,0 +1,264 @@
+"""Task tools run by workers: a front-end queues them, ``mcpserve worker`` runs them.
+
+Real processes throughout: the run's redis-server, a front-end serving
+``tests/support/servers/worker_tasks.py`` over HTTP (callers named by ``x-user``), and
+``python -m mcpserve worker`` on the same file, with ``MCPSERVE_TASK_QUEUE`` and
+``MCPSERVE_REDIS_URL`` naming that Redis. Every wait is bounded, every process is stopped
+by its pid. Each tool answers its pid, so "the worker ran it" is read, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from redis_server import RedisServer
+from wire_helpers import META, ROOT, SERVERS, TIMEOUT, Reply, child_env, http_server_process, post
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.redis]
+
+APP = SERVERS / "worker_tasks.py"
+TASKS = "io.modelcontextprotocol/tasks"
+CAPABILITIES = {"elicitation": {"form": {}}, "extensions": {TASKS: {}}}
+READY_TIMEOUT = 30.0
+
+
+class Caller:
+    """One caller (``x-user``) of the front-end, speaking 2026-07-28 with the extension."""
+
+    def __init__(self, http: httpx2.AsyncClient, user: str) -> None:
+        self.http = http
+        self.user = user
+        self.ids = iter(range(1, 1_000_000))
+
+    async def send(self, method: str, params: dict[str, Any]) -> Reply:
+        meta = {**META, "io.modelcontextprotocol/clientCapabilities": CAPABILITIES}
+        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": method,
+                "params": {**params, "_meta": meta}}  # fmt: skip
+        reply = await post(self.http, body, headers=None)
+        assert reply.status == 200, reply
+        return reply
+
+    async def create(self, tool: str, arguments: dict[str, Any] | None = None) -> str:
+        reply = await self.send("tools/call", {"name": tool, "arguments": arguments or {}})
+        assert reply.result["resultType"] == "task", reply.result
+        assert reply.result["status"] == "working", reply.result
+        task_id: str = reply.result["taskId"]
+        return task_id
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        task: dict[str, Any] = (await self.send("tasks/get", {"taskId": task_id})).result
+        return task
+
+    async def until(self, task_id: str, *statuses: str, within: float = TIMEOUT) -> dict[str, Any]:
+        deadline = time.monotonic() + within
+        while (task := await self.get(task_id))["status"] not in statuses:
+            assert time.monotonic() < deadline, task
+            await asyncio.sleep(0.02)
+        return task
+
+    async def until_message(self, task_id: str, prefix: str) -> dict[str, Any]:
+        deadline = time.monotonic() + TIMEOUT
+        while not (task := await self.get(task_id)).get("statusMessage", "").startswith(prefix):
+            assert task["status"] == "working", task
+            assert time.monotonic() < deadline, task
+            await asyncio.sleep(0.02)
+        return task
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def environment(redis: RedisServer) -> dict[str, str]:
+    return {"MCPSERVE_TASK_QUEUE": redis.url, "MCPSERVE_REDIS_URL": redis.url}
+
+
+@contextlib.contextmanager
+def worker(tmp_path: Path, redis: RedisServer, *args: str) -> Iterator[Worker]:
+    """``mcpserve worker`` on the test server, once it said ``worker ready``."""
+    log = tmp_path / f"worker-{time.monotonic_ns()}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mcpserve", "worker", str(APP), *args],
+            cwd=str(ROOT),
+            env=child_env(**environment(redis), MCPSERVE_TEST_MARKER_DIR=str(tmp_path)),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    running = Worker(process, log)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while "worker ready" not in running.output():
+            assert process.poll() is None, f"the worker exited early:\n{running.output()}"
+            assert time.monotonic() < deadline, f"no 'worker ready':\n{running.output()}"
+            time.sleep(0.05)
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(TIMEOUT)
+
+
+@contextlib.asynccontextmanager
+async def front_end(tmp_path: Path, redis: RedisServer) -> AsyncIterator[tuple[int, Caller]]:
+    """The front-end's pid, and alice calling it."""
+    args = [sys.executable, str(APP)]
+    with http_server_process(tmp_path, args=args, env=environment(redis)) as served:
+        base = f"http://127.0.0.1:{served.port}"
+        async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
+            http.headers["x-user"] = "alice"
+            yield served.process.pid, Caller(http, "alice")
+
+
+@pytest.fixture
+def fresh(redis: RedisServer) -> RedisServer:
+    redis.flush()
+    return redis
+
+
+async def test_a_task_reads_queued_until_a_worker_takes_it_and_runs_it(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (front_pid, alice):
+        task_id = await alice.create("where")
+        await asyncio.sleep(0.5)  # no worker yet: nobody runs it
+        queued = await alice.get(task_id)
+        assert (queued["status"], queued["statusMessage"]) == ("working", "queued")
+        with worker(tmp_path, fresh) as running:
+            done = await alice.until(task_id, "completed")
+        ran = done["result"]["structuredContent"]
+        assert ran["pid"] == running.pid != front_pid
+        assert ran["principal"] == "alice"  # the caller's principal, bound on the worker
+        assert ran["capabilities"] == ["elicitation", "extensions"]
+        assert "statusMessage" not in done
+
+
+async def test_progress_results_and_errors_from_a_worker_read_on_the_front_end(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh, "--concurrency", "2") as running:
+            stepping = await alice.create("steps", {"count": 3, "pause": 0.4})
+            crashing = await alice.create("crash")
+            middle = await alice.until_message(stepping, "step 2")
+            assert middle["statusMessage"] == "step 2 of 3"
+            done = await alice.until(stepping, "completed")
+            text = f"3 steps in {running.pid}"
+            assert done["result"]["content"] == [{"type": "text", "text": text}]
+            failed = await alice.until(crashing, "failed")
+            error = {"code": -32603, "message": "The job crashed", "data": {"pid": running.pid}}
+            assert failed["error"] == error
+            # Another caller does not see alice's task, wherever it ran.
+            alice.http.headers["x-user"] = "mallory"
+            reply = await alice.send("tasks/get", {"taskId": stepping})
+            assert reply.error["code"] == -32602
+
+
+async def test_cancel_on_the_front_end_cancels_the_handler_on_the_worker(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh) as running:
+            task_id = await alice.create("until_cancelled")
+            await alice.until_message(task_id, f"running in {running.pid}")
+            await alice.send("tasks/cancel", {"taskId": task_id})
+            cancelled = await alice.until(task_id, "cancelled", within=5.0)
+            assert "result" not in cancelled
+            assert "error" not in cancelled
+            marker = tmp_path / f"cancelled-{running.pid}"
+            deadline = time.monotonic() + 5.0
+            while not marker.exists():
+                assert time.monotonic() < deadline, running.output()
+                await asyncio.sleep(0.02)
+            assert marker.read_text() == "CancelledError ctx.cancelled=True"
+
+
+async def test_a_question_on_the_worker_is_answered_through_the_front_end(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh) as running:
+            task_id = await alice.create("confirm")
+            parked = await alice.until(task_id, "input_required")
+            (key,) = parked["inputRequests"]
+            assert parked["inputRequests"][key]["method"] == "elicitation/create"
+            yes = {key: {"action": "accept", "content": {"confirm": True}}}
+            await alice.send("tasks/update", {"taskId": task_id, "inputResponses": yes})
+            done = await alice.until(task_id, "completed")
+            text = f"confirmed in {running.pid}"
+            assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+async def test_a_task_cancelled_while_queued_never_runs(tmp_path: Path, fresh: RedisServer) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        task_id = await alice.create("until_cancelled")
+        await alice.send("tasks/cancel", {"taskId": task_id})
+        assert (await alice.get(task_id))["status"] == "cancelled"
+        with worker(tmp_path, fresh) as running:
+            later = await alice.create("where")
+            await alice.until(later, "completed")  # the worker has read the queue past it
+            assert (await alice.get(task_id))["status"] == "cancelled"
+            assert not (tmp_path / f"cancelled-{running.pid}").exists()
+
+
+async def test_sigterm_lets_running_tasks_finish_then_stops_the_worker(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh, "--grace", "10") as running:
+            finishing = await alice.create("steps", {"count": 2, "pause": 0.5})
+            await alice.until_message(finishing, "step 1")
+            os.kill(running.pid, signal.SIGTERM)
+            assert running.process.wait(TIMEOUT) == 0, running.output()
+            done = await alice.get(finishing)
+            assert done["status"] == "completed", done
+        with worker(tmp_path, fresh, "--grace", "0.3") as running:
+            stuck = await alice.create("until_cancelled")
+            await alice.until_message(stuck, f"running in {running.pid}")
+            os.kill(running.pid, signal.SIGTERM)
+            assert running.process.wait(TIMEOUT) == 0, running.output()
+            stopped = await alice.get(stuck)
+        assert stopped["status"] == "failed"
+        message = "The worker stopped before the task finished"
+        assert stopped["error"] == {"code": -32603, "message": message}
+
+
+def test_a_server_without_a_task_queue_is_one_line(tmp_path: Path) -> None:
+    env = child_env()
+    env.pop("MCPSERVE_TASK_QUEUE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpserve", "worker", str(APP)],
+        cwd=str(ROOT),
+        env=env,
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == [
+        "Error: Server 'worker-tasks' has no task queue: set MCPSERVE_TASK_QUEUE "
+        "(or Server(task_queue=...)) to the Redis its front-ends use"
+    ]

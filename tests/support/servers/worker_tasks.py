@@ -1,0 +1,81 @@
+"""A server whose task tools run on workers, for ``tests/extensions/test_tasks_workers.py``.
+
+As a script it is a front-end: HTTP on ``MCPSERVE_TEST_HTTP_PORT``, the caller named by the
+``x-user`` header. ``mcpserve worker tests/support/servers/worker_tasks.py`` is a worker of
+the same server. Both find the queue in ``MCPSERVE_TASK_QUEUE`` and the shared Redis in
+``MCPSERVE_REDIS_URL``. The tools answer the pid they ran in, so a test knows which process
+ran them; ``until_cancelled`` writes what its handler saw of the cancellation to
+``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from mcpserve import Auth, Context, MCPError, Server
+
+server = Server("worker-tasks", version="1.0.0")
+
+
+@server.tool(task="optional")
+async def where(ctx: Context) -> dict[str, Any]:
+    """Who ran the task, for whom, and what the client declared."""
+    return {
+        "pid": os.getpid(),
+        "principal": ctx.principal,
+        "capabilities": sorted(ctx.client_capabilities),
+    }
+
+
+@server.tool(task="optional")
+async def steps(count: int, pause: float, ctx: Context) -> str:
+    """Reports each step as progress, ``pause`` seconds apart."""
+    for step in range(1, count + 1):
+        await ctx.progress(step, count, message=f"step {step} of {count}")
+        await asyncio.sleep(pause)
+    return f"{count} steps in {os.getpid()}"
+
+
+@server.tool(task="optional")
+async def crash() -> str:
+    """A JSON-RPC error: the task fails with it."""
+    raise MCPError("The job crashed", code=-32603, data={"pid": os.getpid()})
+
+
+@server.tool(task="optional")
+async def until_cancelled(ctx: Context) -> str:
+    """Runs until cancelled, and records that it was."""
+    await ctx.progress(1, message=f"running in {os.getpid()}")
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        marker = Path(os.environ["MCPSERVE_TEST_MARKER_DIR"]) / f"cancelled-{os.getpid()}"
+        marker.write_text(f"CancelledError ctx.cancelled={ctx.cancelled}")
+        raise
+    return "never"
+
+
+class Confirm(BaseModel):
+    confirm: bool
+
+
+@server.tool(task="optional")
+async def confirm(ctx: Context) -> str:
+    """One question, asked inside the task."""
+    answer = await ctx.elicit("Go ahead?", Confirm)
+    said = "confirmed" if answer.accepted and answer.data.confirm else "declined"
+    return f"{said} in {os.getpid()}"
+
+
+def who(headers: Any) -> Auth:
+    return Auth(principal=headers.get("x-user"))
+
+
+if __name__ == "__main__":
+    port = int(os.environ["MCPSERVE_TEST_HTTP_PORT"])
+    server.run("http", host="127.0.0.1", port=port, log_level="warning", authenticate=who)
