@@ -395,6 +395,43 @@ async def test_a_queued_task_is_claimed_by_one_worker_only(backend: Backend) -> 
     assert (await read(backend.open(), queued.task_id)).lease_until == until + 30
 
 
+async def test_a_task_whose_worker_was_lost_is_taken_over_only_while_it_has_retries(
+    backend: Backend,
+) -> None:
+    store = await backend.fresh()
+    task = new("alice", status_message="queued")
+    await store.create(task)
+    until = time.time() + 60
+    first = await store.claim(task.task_id, "worker-a", until, 1)
+    assert first is not None
+    assert (first.owner, first.attempts) == ("worker-a", 1)
+    # worker-a died; its job comes to worker-b: one retry left, so it runs again there.
+    second = await store.claim(task.task_id, "worker-b", until, 1)
+    assert second is not None
+    assert (second.owner, second.attempts) == ("worker-b", 2)
+    # worker-b died too: no retry left, it stays worker-b's, for the claimer to fail.
+    third = await store.claim(task.task_id, "worker-c", until, 1)
+    assert third is not None
+    assert (third.owner, third.attempts) == ("worker-b", 2)
+    kept = await read(backend.open(), task.task_id)
+    assert (kept.owner, kept.attempts, kept.status) == ("worker-b", 2, "working")
+    # A save from an older copy never resets the count.
+    task.status_message = "from an old copy"
+    await store.save(task)
+    assert (await read(backend.open(), task.task_id)).attempts == 2
+
+
+async def test_a_claimed_task_whose_lease_passes_reads_worker_lost(backend: Backend) -> None:
+    store = await backend.fresh()
+    task = new("alice", status_message="queued")
+    await store.create(task)
+    await store.claim(task.task_id, "worker-a", time.time() + SHORT)
+    await asyncio.sleep(PAST)
+    lost = await read(backend.open(), task.task_id)
+    assert lost.status == "failed"
+    assert lost.error == {"code": -32603, "message": "The worker running the task was lost"}
+
+
 @pytest.mark.slow
 async def test_created_and_expired_tasks_leave_nothing_behind(backend: Backend) -> None:
     """Over 100,000 created-and-expired tasks, memory stays flat, and SQLite's rows and

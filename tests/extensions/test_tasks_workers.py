@@ -33,6 +33,9 @@ APP = SERVERS / "worker_tasks.py"
 TASKS = "io.modelcontextprotocol/tasks"
 CAPABILITIES = {"elicitation": {"form": {}}, "extensions": {TASKS: {}}}
 READY_TIMEOUT = 30.0
+TERMINAL = ("completed", "failed", "cancelled")
+#: A task whose worker is lost leaves `working` within this (docs/tasks.md, "On workers").
+LOST_WITHIN = 60.0
 
 
 class Caller:
@@ -65,6 +68,7 @@ class Caller:
     async def until(self, task_id: str, *statuses: str, within: float = TIMEOUT) -> dict[str, Any]:
         deadline = time.monotonic() + within
         while (task := await self.get(task_id))["status"] not in statuses:
+            assert task["status"] not in TERMINAL, task  # ended otherwise: never will be
             assert time.monotonic() < deadline, task
             await asyncio.sleep(0.02)
         return task
@@ -244,6 +248,44 @@ async def test_sigterm_lets_running_tasks_finish_then_stops_the_worker(
         assert stopped["status"] == "failed"
         message = "The worker stopped before the task finished"
         assert stopped["error"] == {"code": -32603, "message": message}
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_mid_task_reruns_the_retry_safe_and_fails_the_other(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh) as first:
+            safe = await alice.create("repeatable")
+            unsafe = await alice.create("until_cancelled")
+            await alice.until_message(safe, f"running in {first.pid}")
+            await alice.until_message(unsafe, f"running in {first.pid}")
+            with worker(tmp_path, fresh) as second:
+                first.process.kill()
+                first.process.wait(TIMEOUT)
+                killed = time.monotonic()
+                (tmp_path / "release").touch()  # too late for the first worker
+                lost = await alice.until(unsafe, "failed", within=LOST_WITHIN)
+                message = "The worker running the task was lost"
+                assert lost["error"] == {"code": -32603, "message": message}
+                done = await alice.until(safe, "completed", within=LOST_WITHIN)
+                assert time.monotonic() - killed < LOST_WITHIN
+                text = f"done in {second.pid}"
+                assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+def test_retries_are_for_task_tools_and_counted_from_zero() -> None:
+    from mcpserve import Server
+
+    def job() -> str:
+        return "done"
+
+    server = Server("retries")
+    with pytest.raises(TypeError, match=r'^retries= is for task tools: add task="optional"'):
+        server.tool(retries=1)(job)
+    with pytest.raises(ValueError, match=r"^retries must be a whole number, 0 or more, not -1$"):
+        server.tool(task="optional", retries=-1)(job)
+    assert server.tool(task="optional", retries=3)(job).retries == 3
 
 
 def test_a_server_without_a_task_queue_is_one_line(tmp_path: Path) -> None:

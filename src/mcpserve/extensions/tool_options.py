@@ -28,6 +28,8 @@ def make_tool(
 
         fields = with_app_meta(fields)
     if "task" not in fields:
+        if "retries" in fields:
+            raise TypeError('retries= is for task tools: add task="optional" or "required"')
         return Tool(fn, pool=pool, **fields)
     from .tasks.runner import TaskTool
 

@@ -5,7 +5,8 @@ As a script it is a front-end: HTTP on ``MCPSERVE_TEST_HTTP_PORT``, the caller n
 the same server. Both find the queue in ``MCPSERVE_TASK_QUEUE`` and the shared Redis in
 ``MCPSERVE_REDIS_URL``. The tools answer the pid they ran in, so a test knows which process
 ran them; ``until_cancelled`` writes what its handler saw of the cancellation to
-``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``.
+``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``, and ``repeatable`` (``retries=2``)
+runs until a file ``release`` appears there.
 """
 
 from __future__ import annotations
@@ -58,6 +59,18 @@ async def until_cancelled(ctx: Context) -> str:
         marker.write_text(f"CancelledError ctx.cancelled={ctx.cancelled}")
         raise
     return "never"
+
+
+@server.tool(task="optional", retries=2)
+async def repeatable(ctx: Context) -> str:
+    """Safe to run again: waits for a ``release`` file in the marker folder."""
+    await ctx.progress(1, message=f"running in {os.getpid()}")
+    release = Path(os.environ["MCPSERVE_TEST_MARKER_DIR"]) / "release"
+    for _ in range(20 * 600):  # a file, not an event: it is made by another process
+        if release.exists():
+            return f"done in {os.getpid()}"
+        await asyncio.sleep(0.05)
+    return "never released"
 
 
 class Confirm(BaseModel):

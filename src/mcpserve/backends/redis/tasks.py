@@ -178,9 +178,12 @@ class RedisTaskStore:
             if not done:
                 await self._change(task_id, "renew a task lease", renewing)
 
-    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+    async def claim(
+        self, task_id: str, owner: str, until: float, retries: int = 0
+    ) -> TaskRecord | None:
         def claiming(record: TaskRecord, now: float) -> JSONDict | None:
-            return record.to_dict() if claim_lease(record, owner, until, now) else None
+            changed = claim_lease(record, owner, until, now, retries)
+            return record.to_dict() if changed else None
 
         return await self._change(task_id, "claim a task", claiming)
 

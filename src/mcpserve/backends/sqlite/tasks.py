@@ -100,8 +100,10 @@ class SQLiteTaskStore:
         if task_ids:
             await self._run("renew task leases", self._renew, list(task_ids), owner, until)
 
-    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
-        return await self._run("claim a task", self._claim, task_id, owner, until)
+    async def claim(
+        self, task_id: str, owner: str, until: float, retries: int = 0
+    ) -> TaskRecord | None:
+        return await self._run("claim a task", self._claim, task_id, owner, until, retries)
 
     async def close(self) -> None:
         if self._executor is None:
@@ -223,11 +225,11 @@ class SQLiteTaskStore:
                 if record is not None and renew_lease(record, owner, until, now):
                     _update(db, task_id, record.to_dict())
 
-    def _claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+    def _claim(self, task_id: str, owner: str, until: float, retries: int) -> TaskRecord | None:
         now = time.time()
         with self._write() as db:
             record = _read(db, task_id, now)
-            if record is not None and claim_lease(record, owner, until, now):
+            if record is not None and claim_lease(record, owner, until, now, retries):
                 _update(db, task_id, record.to_dict())
         return record
 

@@ -39,6 +39,8 @@ from ...protocol.tasks import TASKS_EXTENSION as TASKS_EXTENSION
 
 #: The error of a task whose lease passed before it ended.
 LEASE_EXPIRED: JSONDict = {"code": -32603, "message": "The process running the task stopped"}
+#: The same, for a task a worker had claimed (``worker.py``).
+WORKER_LOST: JSONDict = {"code": -32603, "message": "The worker running the task was lost"}
 
 
 def iso(timestamp: float) -> str:
@@ -51,6 +53,7 @@ class TaskRecord:
     """What a client can see of one task."""
 
     __slots__ = (
+        "attempts",
         "created_at",
         "error",
         "input_requests",
@@ -92,6 +95,8 @@ class TaskRecord:
         #: holds the task: None for no lease, a task that never fails for want of one.
         self.owner = owner
         self.lease_until = lease_until
+        #: How many processes have taken the task to run it (a worker's claim counts one).
+        self.attempts = 0
 
     def to_dict(self) -> JSONDict:
         """Every field, as JSON can carry it (times are epoch seconds)."""
@@ -109,6 +114,7 @@ class TaskRecord:
             "error": self.error,
             "owner": self.owner,
             "lease_until": self.lease_until,
+            "attempts": self.attempts,
         }
 
     @classmethod
@@ -132,6 +138,7 @@ class TaskRecord:
         record.owner = data.get("owner")
         lease_until = data.get("lease_until")
         record.lease_until = None if lease_until is None else float(lease_until)
+        record.attempts = int(data.get("attempts", 0))
         return record
 
     @property
@@ -177,9 +184,10 @@ def expire_lease(record: TaskRecord, now: float) -> bool:
     keeps the change). Every store applies this to every record it reads."""
     if record.terminal or record.lease_until is None or record.lease_until > now:
         return False
+    error = WORKER_LOST if record.attempts else LEASE_EXPIRED
     record.status = "failed"
-    record.error = dict(LEASE_EXPIRED)
-    record.status_message = LEASE_EXPIRED["message"]
+    record.error = dict(error)
+    record.status_message = error["message"]
     record.input_requests = {}
     record.updated_at = now
     return True
@@ -196,16 +204,21 @@ def renew_lease(record: TaskRecord, owner: str, until: float, now: float) -> boo
     return True
 
 
-def claim_lease(record: TaskRecord, owner: str, until: float, now: float) -> bool:
-    """Give a queued task (one nobody holds yet) to ``owner`` until ``until``, which clears
-    its ``queued`` status message; True when the record changed. A task someone else holds,
-    or that ended, is left alone: the caller reads who holds it from the record."""
+def claim_lease(record: TaskRecord, owner: str, until: float, now: float, retries: int = 0) -> bool:
+    """Give the task to ``owner`` until ``until`` and count the attempt; True when the
+    record changed. A queued task (held by nobody) is taken, its ``queued`` status message
+    cleared. One held by another process is taken over only while it has ``retries`` left
+    (its worker was lost, and the function is safe to run again); otherwise, or once it
+    ended, it is left alone, and the caller reads who holds it from the record."""
     if expire_lease(record, now):
         return True
-    if record.terminal or record.owner is not None:
+    if record.terminal or record.owner == owner:
+        return False
+    if record.owner is not None and record.attempts > retries:
         return False
     record.owner = owner
     record.lease_until = until
+    record.attempts += 1
     record.status_message = None
     record.updated_at = now
     return True
@@ -221,7 +234,15 @@ def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> JSONDict 
     if stored.terminal:
         return None
     state = record.to_dict()
-    for field in ("task_id", "principal", "created_at", "ttl_ms", "owner", "lease_until"):
+    for field in (
+        "task_id",
+        "principal",
+        "created_at",
+        "ttl_ms",
+        "owner",
+        "lease_until",
+        "attempts",
+    ):
         state[field] = getattr(stored, field)
     return state
 
@@ -255,9 +276,11 @@ class TaskStore(Protocol):
         """Extend to ``until`` the leases of these tasks, which ``owner`` still runs; those
         it does not own, or that ended, are left alone."""
 
-    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
-        """A worker takes a queued task (:func:`claim_lease`): the record as it is now, held
-        by ``owner`` unless another holds it or it ended; None when there is no such task."""
+    async def claim(
+        self, task_id: str, owner: str, until: float, retries: int = 0
+    ) -> TaskRecord | None:
+        """A worker takes a task (:func:`claim_lease`): the record as it is now, held by
+        ``owner`` unless another holds it or it ended; None when there is no such task."""
 
     async def close(self) -> None:
         """Let go of the store's connections; a later call opens them again."""
@@ -304,10 +327,12 @@ class MemoryTaskStore:
             if record is not None and record.expires_at > now:
                 renew_lease(record, owner, until, now)
 
-    async def claim(self, task_id: str, owner: str, until: float) -> TaskRecord | None:
+    async def claim(
+        self, task_id: str, owner: str, until: float, retries: int = 0
+    ) -> TaskRecord | None:
         record = await self.get(task_id)
         if record is not None:
-            claim_lease(record, owner, until, time.time())
+            claim_lease(record, owner, until, time.time(), retries)
         return record
 
     async def close(self) -> None:

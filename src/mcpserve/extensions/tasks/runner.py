@@ -437,7 +437,7 @@ class Taskable(Protocol):
 class TaskTool(Tool):
     """A tool that may run as a task (see the module's docstring)."""
 
-    __slots__ = ("task_mode", "task_start", "tasks")
+    __slots__ = ("retries", "task_mode", "task_start", "tasks")
 
     def __init__(
         self,
@@ -446,9 +446,12 @@ class TaskTool(Tool):
         tasks: Tasks,
         task: TaskMode,
         task_start: TaskStart = "call",
+        retries: int = 0,
         **options: Any,
     ) -> None:
         super().__init__(fn, **options)
+        if type(retries) is not int or retries < 0:
+            raise ValueError(f"retries must be a whole number, 0 or more, not {retries!r}")
         if task not in ("optional", "required"):
             raise ValueError(f'task must be "optional" or "required", not {task!r}')
         if task_start not in ("call", "handler"):
@@ -456,6 +459,9 @@ class TaskTool(Tool):
         self.tasks = tasks
         self.task_mode: TaskMode = task
         self.task_start: TaskStart = task_start
+        #: Runs after the first that a task may have when the worker running it dies: the
+        #: function is declared safe to run again from the top (``worker.py``).
+        self.retries = retries
         self.synchronous = False  # a task outlives the request: never answered inline
 
     async def run(self, arguments: Any, ctx: Context) -> Result:

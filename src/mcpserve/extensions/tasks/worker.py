@@ -9,8 +9,9 @@ shares, and a Docket worker takes jobs off the server's queue (``queue.py``), at
    its lease, renewed while the function runs, so a worker that dies leaves a task that
    reads failed once the lease passes, as a process running a task in process does. A task
    cancelled while it waited, or expired, is not run. A job that comes again for a task
-   another worker holds means Docket gave up on that worker (it stopped renewing its own
-   lease on the job): the task fails as lost;
+   another worker holds means Docket gave up on that worker (it stopped renewing its lease
+   on the job, SIGKILL say): a tool declared ``retries=n`` runs again from the top here,
+   while it has had at most ``n`` more runs; any other task fails as lost;
 2. builds the call's context again, bound to the caller: the request's ``params`` and
    ``_meta`` (protocol version, client capabilities), and the caller's principal, scopes
    and claims;
@@ -38,6 +39,7 @@ from ...protocol.core import Auth, Request
 from ...protocol.errors import InternalError
 from ...protocol.meta import read_meta
 from .queue import JOB, TaskQueue, parsed_job
+from .records import WORKER_LOST as LOST
 from .runner import RunningTask, TaskContext, Tasks, TaskTool
 
 if TYPE_CHECKING:
@@ -46,11 +48,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpserve.tasks")
 
-WORKER_LOST = "The worker running the task was lost"
+WORKER_LOST: str = LOST["message"]
 WORKER_STOPPED = "The worker stopped before the task finished"
-#: How long a job may go unrenewed before Docket gives it to another worker (the worker
-#: renews its jobs four times as often while they run).
-REDELIVERY_TIMEOUT = timedelta(seconds=30)
+#: How long a job may go unrenewed before Docket gives it to another worker (a live worker
+#: renews its jobs four times as often). Docket's sweep finds such a job at most a quarter
+#: of this (jittered by up to 25 %) later: about 20 s in all, inside the 30 s lease on the
+#: task record, so a lost worker's task is taken over, or failed as lost, before its record
+#: lease passes.
+REDELIVERY_TIMEOUT = timedelta(seconds=15)
 
 
 class NotAWorkerServer(Exception):
@@ -116,11 +121,13 @@ async def run_job(tasks: Tasks, registry: Registry, raw: Any) -> None:
     except ValueError:
         logger.error("A job on the task queue is not an mcpserve task: dropped")
         return
+    tool = registry.tool(job["tool"])
+    retries = tool.retries if isinstance(tool, TaskTool) else 0
     until = time.time() + tasks.lease_seconds
-    record = await tasks.store.claim(job["taskId"], tasks.instance, until)
+    record = await tasks.store.claim(job["taskId"], tasks.instance, until, retries)
     if record is None or record.terminal:
         return  # expired, or cancelled while it waited
-    if record.owner != tasks.instance:
+    if record.owner != tasks.instance:  # its worker was lost, and it is not safe to repeat
         await RunningTask(tasks, record, {}).finish("failed", error=InternalError(WORKER_LOST))
         return
     params = job["params"]
@@ -140,7 +147,6 @@ async def run_job(tasks: Tasks, registry: Registry, raw: Any) -> None:
     ctx = TaskContext(request, tasks.runtime)
     running = tasks.adopt(record, ctx)
     await running.save()  # taken: the status message "queued" is gone for every reader
-    tool = registry.tool(job["tool"])
     if not isinstance(tool, TaskTool):
         missing = f"The tool {job['tool']!r} is not a task tool of this worker's server"
         await running.finish("failed", error=InternalError(missing))

@@ -68,6 +68,8 @@ class ToolOptions(ToolFields, total=False):
     #: When the task starts: with the "call" (default), or when the "handler" awaits
     #: ``ctx.start_task()`` (its questions before that are multi round-trip rounds).
     task_start: Literal["call", "handler"]
+    #: Times a task whose worker died runs again from the top on another (safe to repeat).
+    retries: int
     #: The MCP App (``server.app(...)``, or its ``ui://`` URI) that shows the tool's results.
     app: ResourceEntry | str
     #: Who may call the tool where apps are shown: "model", "app" (default: both).
