@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -25,7 +26,17 @@ import httpx2
 import pytest
 
 from redis_server import RedisServer
-from wire_helpers import META, ROOT, SERVERS, TIMEOUT, Reply, child_env, http_server_process, post
+from wire_helpers import (
+    META,
+    ROOT,
+    SERVERS,
+    TIMEOUT,
+    Reply,
+    child_env,
+    default_headers,
+    http_server_process,
+    post,
+)
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.redis]
 
@@ -214,6 +225,47 @@ async def test_a_question_on_the_worker_is_answered_through_the_front_end(
             done = await alice.until(task_id, "completed")
             text = f"confirmed in {running.pid}"
             assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+async def next_event(lines: Any) -> dict[str, Any]:
+    async def read() -> dict[str, Any]:
+        async for line in lines:
+            if line.startswith("data: "):
+                parsed: dict[str, Any] = json.loads(line[6:])
+                return parsed
+        raise AssertionError("the stream ended")
+
+    return await asyncio.wait_for(read(), TIMEOUT)
+
+
+async def test_a_listen_on_the_front_end_hears_every_status_the_worker_sets(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        task_id = await alice.create("confirm")
+        meta = {**META, "io.modelcontextprotocol/clientCapabilities": CAPABILITIES}
+        listen = {"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+                  "params": {"notifications": {"taskIds": [task_id]}, "_meta": meta}}  # fmt: skip
+        headers = default_headers(listen)
+        async with alice.http.stream("POST", "/mcp", json=listen, headers=headers) as stream:
+            lines = stream.aiter_lines()
+            ack = await next_event(lines)
+            assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+            with worker(tmp_path, fresh) as running:
+                taken = await next_event(lines)
+                assert (taken["params"]["status"], "statusMessage" in taken["params"]) == (
+                    "working",
+                    False,
+                )
+                parked = await next_event(lines)
+                assert parked["params"]["status"] == "input_required"
+                (key,) = parked["params"]["inputRequests"]
+                yes = {key: {"action": "accept", "content": {"confirm": True}}}
+                await alice.send("tasks/update", {"taskId": task_id, "inputResponses": yes})
+                seen = [(await next_event(lines))["params"] for _ in range(2)]
+        assert [note["status"] for note in seen] == ["working", "completed"]
+        text = f"confirmed in {running.pid}"
+        assert seen[1]["result"]["content"] == [{"type": "text", "text": text}]
 
 
 async def test_a_task_cancelled_while_queued_never_runs(tmp_path: Path, fresh: RedisServer) -> None:

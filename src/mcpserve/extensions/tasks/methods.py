@@ -64,7 +64,7 @@ class TaskMethods:
         running = self.tasks.running.get(record.task_id)
         if running is not None:
             running.answer(responses)
-            await self.tasks.changed(running.record)
+            await running.announce()
         else:
             await self._tell(record, "update", responses=responses)
         return {}

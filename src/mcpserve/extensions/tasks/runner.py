@@ -77,6 +77,9 @@ class RunningTask:
         #: Key on the wire -> (what was asked, the answer to come).
         self._pending: dict[str, tuple[InputRequest, asyncio.Future[Any]]] = {}
         self._keys = 0
+        #: The last save and announcement under way: each waits for the one before, so
+        #: listeners hear the task's states in the order they happened.
+        self._announcing: asyncio.Task[None] | None = None
         #: The status ``mcpserve.tasks`` counts this task under, once counted.
         self._counted: str | None = None
         self.count_status()
@@ -171,10 +174,26 @@ class RunningTask:
             record.status_message = error.message
         await self._changed()
 
-    async def _changed(self) -> None:
+    def announce(self) -> asyncio.Task[None]:
+        """Save and announce the task's state as it is now, after every earlier one. It is
+        taken at once: an answer that resumes the function announces the state the answer
+        left before the function, resuming, announces its own."""
         self.count_status()
         self.record.touch()
-        await self.tasks.changed(self.record)
+        detailed = self.record.detailed()
+        previous = self._announcing
+
+        async def in_turn() -> None:
+            if previous is not None:
+                await asyncio.wait({previous})
+            await self.tasks.changed(self.record, detailed)
+
+        self._announcing = asyncio.get_running_loop().create_task(in_turn())
+        return self._announcing
+
+    async def _changed(self) -> None:
+        # Shielded: a function cancelled meanwhile still has its state saved and announced.
+        await asyncio.shield(self.announce())
 
 
 def running_task_of(ctx: Context) -> RunningTask | None:
@@ -223,7 +242,11 @@ class Tasks:
             and ctx.protocol_version in c.MODERN_VERSIONS
         )
 
-    async def changed(self, record: TaskRecord) -> None:
+    async def changed(self, record: TaskRecord, detailed: JSONDict | None = None) -> None:
+        """Save the record, and announce ``detailed``: the state that changed, taken when
+        it did (:meth:`RunningTask.announce`), by default now."""
+        if detailed is None:
+            detailed = record.detailed()
         try:
             await self.store.save(record)
         except TaskStoreUnavailable:  # the store logged why; the next change tries again
@@ -234,7 +257,7 @@ class Tasks:
                     "type": "task",
                     "taskId": record.task_id,
                     "principal": record.principal,
-                    "task": record.detailed(),
+                    "task": detailed,
                 }
             )
 
@@ -377,7 +400,7 @@ class Tasks:
             running.job.cancel()
         elif event.get("do") == "update" and isinstance(event.get("responses"), dict):
             running.answer(event["responses"])
-            asyncio.get_running_loop().create_task(self.changed(running.record))
+            running.announce()
 
     async def abandon(self, message: str) -> None:
         """Tasks still running here fail with ``message``, and their functions are cancelled."""
