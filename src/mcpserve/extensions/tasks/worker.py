@@ -28,12 +28,15 @@ finished" and exits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
 
 from ...protocol.core import Auth, Request
 from ...protocol.errors import InternalError
@@ -43,6 +46,8 @@ from .records import WORKER_LOST as LOST
 from .runner import RunningTask, TaskContext, Tasks, TaskTool
 
 if TYPE_CHECKING:
+    from docket import Docket
+
     from ...server.registry import Registry
     from ...server.server import Server
 
@@ -100,10 +105,11 @@ async def run_worker(
             schedule_automatic_tasks=False,
         ) as worker:
             taking = asyncio.create_task(worker.run_forever(), name="mcpserve-worker")
-            ready()
+            announcing = asyncio.create_task(_ready_once_taking(docket, worker.name, ready))
             stopping = asyncio.create_task(stop.wait())
             await asyncio.wait({taking, stopping}, return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()
+            announcing.cancel()
             # Cancelled, Docket takes nothing new and waits for the running jobs.
             taking.cancel()
             await asyncio.wait({taking}, timeout=grace)
@@ -112,6 +118,17 @@ async def run_worker(
                 await asyncio.wait({taking}, timeout=grace)
             if taking.done() and not taking.cancelled() and taking.exception() is not None:
                 raise taking.exception()  # type: ignore[misc]
+
+
+async def _ready_once_taking(docket: Docket, name: str, ready: Callable[[], None]) -> None:
+    """Call ``ready`` once the worker takes jobs: Docket starts its heartbeat, which lists
+    the worker among the docket's, only when its consumer group and listeners are set up."""
+    while True:
+        with contextlib.suppress(RedisError):  # Redis away: the worker reconnects by itself
+            if any(seen.name == name for seen in await docket.workers()):
+                ready()
+                return
+        await asyncio.sleep(0.05)
 
 
 async def run_job(tasks: Tasks, registry: Registry, raw: Any) -> None:
