@@ -302,7 +302,6 @@ async def test_sigterm_lets_running_tasks_finish_then_stops_the_worker(
         assert stopped["error"] == {"code": -32603, "message": message}
 
 
-@pytest.mark.slow
 async def test_a_worker_killed_mid_task_reruns_the_retry_safe_and_fails_the_other(
     tmp_path: Path, fresh: RedisServer
 ) -> None:
