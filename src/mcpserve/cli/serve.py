@@ -157,6 +157,11 @@ def run(
     app or mcp, or its only Server, is served. Without TARGET, the settings of
     [tool.mcpserve] in ./pyproject.toml (or of ./mcpserve.toml) apply; options and their
     environment variables win over them.
+
+    Over HTTP, /healthz (liveness) and /readyz (readiness: lifespan done, Redis answering,
+    not draining) answer probes outside auth: a Kubernetes livenessProbe and readinessProbe
+    (with the header Host: localhost). On SIGTERM, /readyz fails at once and requests are
+    still answered for --drain-seconds, then those running get --shutdown-grace.
     """
     target = chosen_target(target)
     if redis_url:
