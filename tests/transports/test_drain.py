@@ -310,16 +310,23 @@ async def test_each_worker_drains_under_mcpserve_run_workers(
             pids = await workers_answering(http, 2)
             srv.process.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
-            refusals: set[int] = set()
+            answered_by: set[int] = set()
+            readiness: list[int] = []
             while time.monotonic() - signalled < 1.5:
-                ready = await http.get("/readyz")
-                answered = await post(http, call(1, "whoami", {}))
-                assert answered.status == 200
-                if ready.status_code == 503:
-                    assert ready.json() == {"ready": False, "failed": "draining"}
-                    refusals.add(int(answered.result["content"][0]["text"]))
-                await asyncio.sleep(0.05)
-            assert refusals == pids, (refusals, pids)
+                # Four calls at once, each holding its worker's loop a moment: the others go
+                # to the other worker, and so do the probes sent beside them.
+                calls = [post(http, call(n, "hold", {"seconds": 0.05})) for n in range(4)]
+                probes = [http.get("/readyz") for _ in range(2)]
+                *answers, first, second = await asyncio.gather(*calls, *probes)
+                for answered in answers:
+                    assert answered.status == 200  # still answered while draining
+                    answered_by.add(int(answered.result["content"][0]["text"]))
+                readiness += [first.status_code, second.status_code]
+            assert answered_by == pids, (answered_by, pids)
+            # Both workers were told at once: once every worker drains, no probe is ready.
+            settled = readiness[readiness.index(503) :]
+            assert settled == [503] * len(settled), readiness
+            assert len(settled) >= 10, readiness
             await exited_within(srv.process, 2 + 3 + EXIT_BOUND)
         log = srv.log.read_text()
     assert "Traceback" not in log, log

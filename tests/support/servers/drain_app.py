@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import time
 from typing import Any
 
 from mcpserve import Context, Server
@@ -35,7 +36,7 @@ def build(auth: bool) -> Server:
         if auth
         else None
     )
-    server = Server("drain", version="1.0.0", auth=protected)
+    server = Server("drain", version="1.0.0", auth=protected, blocking_warning_seconds=None)
 
     @server.tool
     async def slow(seconds: float) -> str:
@@ -59,6 +60,13 @@ def build(auth: bool) -> Server:
     @server.tool
     def whoami() -> str:
         """This process's id."""
+        return str(os.getpid())
+
+    @server.tool
+    def hold(seconds: float) -> str:
+        """Hold this process's event loop ``seconds`` (a call sent meanwhile to a server of
+        several workers goes to another), then answer with its id."""
+        time.sleep(seconds)
         return str(os.getpid())
 
     return server
