@@ -432,6 +432,30 @@ async def test_a_claimed_task_whose_lease_passes_reads_worker_lost(backend: Back
     assert lost.error == {"code": -32603, "message": "The worker running the task was lost"}
 
 
+async def test_a_queued_task_no_worker_took_fails_saying_so(backend: Backend) -> None:
+    store = await backend.fresh()
+    task = new("alice", lease=SHORT, status_message="queued")
+    task.queue_timeout = 300.0  # what the message names, whatever the lease left
+    waiting = new("alice", lease=SHORT, status_message="queued")
+    for record in (task, waiting):
+        await store.create(record)
+    taken = await store.claim(waiting.task_id, "worker-a", time.time() + 60)
+    assert taken is not None
+    assert taken.owner == "worker-a"
+    await asyncio.sleep(PAST)
+    failed = await read(backend.open(), task.task_id)
+    message = (
+        "No worker took the task within 300 s: "
+        "start one with `mcpserve worker <this server's file>`"
+    )
+    assert (failed.status, failed.status_message) == ("failed", message)
+    assert failed.error == {"code": -32603, "message": message}
+    # Claimed in time, it holds the worker's lease instead.
+    assert (await read(backend.open(), waiting.task_id)).status == "working"
+    assert await store.claim(task.task_id, "worker-b", time.time() + 60) is not None
+    assert (await read(backend.open(), task.task_id)).owner is None
+
+
 @pytest.mark.slow
 async def test_created_and_expired_tasks_leave_nothing_behind(backend: Backend) -> None:
     """Over 100,000 created-and-expired tasks, memory stays flat, and SQLite's rows and

@@ -138,10 +138,12 @@ def worker(tmp_path: Path, redis: RedisServer, *args: str) -> Iterator[Worker]:
 
 
 @contextlib.asynccontextmanager
-async def front_end(tmp_path: Path, redis: RedisServer) -> AsyncIterator[tuple[int, Caller]]:
+async def front_end(
+    tmp_path: Path, redis: RedisServer, **env: str
+) -> AsyncIterator[tuple[int, Caller]]:
     """The front-end's pid, and alice calling it."""
     args = [sys.executable, str(APP)]
-    with http_server_process(tmp_path, args=args, env=environment(redis)) as served:
+    with http_server_process(tmp_path, args=args, env={**environment(redis), **env}) as served:
         base = f"http://127.0.0.1:{served.port}"
         async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
             http.headers["x-user"] = "alice"
@@ -169,6 +171,29 @@ async def test_a_task_reads_queued_until_a_worker_takes_it_and_runs_it(
         assert ran["principal"] == "alice"  # the caller's principal, bound on the worker
         assert ran["capabilities"] == ["elicitation", "extensions"]
         assert "statusMessage" not in done
+
+
+async def test_a_task_no_worker_takes_fails_after_the_queue_timeout(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    # No worker at all: the front-end that reads the task fails it once the timeout passed.
+    async with front_end(tmp_path, fresh, MCPSERVE_TEST_QUEUE_TIMEOUT="1.5") as (_, alice):
+        created = time.monotonic()
+        task_id = await alice.create("where")
+        queued = await alice.get(task_id)
+        assert (queued["status"], queued["statusMessage"]) == ("working", "queued")
+        failed = await alice.until(task_id, "failed", within=1.5 + TIMEOUT)
+        assert time.monotonic() - created >= 1.5
+    message = (
+        "No worker took the task within 1.5 s: "
+        "start one with `mcpserve worker <this server's file>`"
+    )
+    assert failed["error"] == {"code": -32603, "message": message}
+    assert failed["statusMessage"] == message
+    assert "result" not in failed
+    # Another front-end reads it the same way: the failure is in the shared store.
+    async with front_end(tmp_path, fresh) as (_, again):
+        assert (await again.get(task_id))["error"] == failed["error"]
 
 
 async def test_progress_results_and_errors_from_a_worker_read_on_the_front_end(

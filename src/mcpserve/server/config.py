@@ -84,6 +84,8 @@ class ServerOptions(TypedDict, total=False):
 
     # Task tools run on workers (`mcpserve worker`) that take them off this Redis queue
     task_queue: str | None
+    # Seconds a queued task waits for a worker before it fails (None: as long as it lives)
+    task_queue_timeout: float | None
 
 
 #: What an option is when ``Server(...)`` is not given it (the others default to None).
@@ -102,6 +104,8 @@ DEFAULTS: ServerOptions = {
     "tool_search": False,
     # State that outlives a request (ctx.store), and the tools' default timeout
     "tool_timeout": None,
+    # Seconds a queued task waits for a worker before it fails
+    "task_queue_timeout": 300.0,
 }
 
 

@@ -6,7 +6,8 @@ the same server. Both find the queue in ``MCPSERVE_TASK_QUEUE`` and the shared R
 ``MCPSERVE_REDIS_URL``. The tools answer the pid they ran in, so a test knows which process
 ran them; ``until_cancelled`` writes what its handler saw of the cancellation to
 ``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``, and ``repeatable`` (``retries=2``)
-runs until a file ``release`` appears there.
+runs until a file ``release`` appears there. ``MCPSERVE_TEST_QUEUE_TIMEOUT`` sets the
+server's ``task_queue_timeout`` (300 s, the default, without it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pydantic import BaseModel
 
 from mcpserve import Auth, Context, MCPError, Server
 
-server = Server("worker-tasks", version="1.0.0")
+queue_timeout = float(os.environ.get("MCPSERVE_TEST_QUEUE_TIMEOUT", "300"))
+server = Server("worker-tasks", version="1.0.0", task_queue_timeout=queue_timeout)
 
 
 @server.tool(task="optional")

@@ -45,7 +45,8 @@ class TasksExtension:
         if config.task_queue is not None:
             from .queue import TaskQueue
 
-            queue = TaskQueue(config.task_queue, server_name=config.name)
+            timeout = config.options["task_queue_timeout"]
+            queue = TaskQueue(config.task_queue, server_name=config.name, timeout=timeout)
         store = config.task_store()
         tasks = Tasks(runtime, store=store, publish=subscriptions.publish_now, queue=queue)
         joined = cls(tasks, queue)

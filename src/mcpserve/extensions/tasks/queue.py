@@ -9,6 +9,13 @@ Redis-backed distributed task system, carries the job to one worker (``docs/deci
 "Which engine runs tasks on workers"); each server has its own docket, named after it, so
 two servers sharing a Redis never take each other's jobs.
 
+A task no worker takes within the queue timeout (``Server(task_queue_timeout=...)``, 300 s
+by default) fails with "No worker took the task within 300 s: ...". The front-end gives the
+record a lease of that length held by no process, and the lease rule of ``records.py``
+fails it: whoever reads it past that time, a front-end answering ``tasks/get`` or a worker
+about to claim it, finds it failed, so the timeout holds with no worker running at all
+(``docs/decisions.md``, "A task no worker takes").
+
 The worker (``worker.py``) claims the record (``TaskStore.claim``) and from then on is the
 task's owner, holding its lease, exactly as the process that received a call is when it
 runs the task itself. Everything after the claim is the in-process path of ``runner.py``.
@@ -21,6 +28,7 @@ that asked cannot move to another machine.
 from __future__ import annotations
 
 import logging
+import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -42,6 +50,8 @@ logger = logging.getLogger("mcpserve.tasks")
 
 #: The status message of a task no worker has taken yet.
 QUEUED = "queued"
+#: Seconds a task waits for a worker by default (``Server(task_queue_timeout=...)``).
+QUEUE_TIMEOUT = 300.0
 #: The name the job function has on every docket of mcpserve.
 JOB = "mcpserve_task"
 NOT_QUEUED = "The task could not be queued; try again shortly"
@@ -50,10 +60,18 @@ NOT_QUEUED = "The task could not be queued; try again shortly"
 class TaskQueue:
     """The queue of one server on the Redis at ``url``; open while the server runs."""
 
-    def __init__(self, url: str, *, server_name: str) -> None:
+    def __init__(
+        self, url: str, *, server_name: str, timeout: float | None = QUEUE_TIMEOUT
+    ) -> None:
         require("docket", "Server(task_queue=...)")  # said when the server is built
+        if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+            raise ValueError(
+                f"task_queue_timeout must be a number of seconds above 0, or None, not {timeout!r}"
+            )
         self.url = url
         self.name = f"mcpserve-{server_name}"
+        #: Seconds a task may wait for a worker; None: as long as it lives.
+        self.timeout = None if timeout is None else float(timeout)
         self._docket: Docket | None = None
 
     @property
@@ -92,6 +110,8 @@ class TaskQueue:
             ttl_ms=tasks.ttl_ms,
             poll_interval_ms=tasks.poll_interval_ms,
             status_message=QUEUED,
+            lease_until=self.deadline(),
+            queue_timeout=self.timeout,
         )
         await tasks.create(record)
         job = orjson.dumps(job_of(record.task_id, tool.name, ctx)).decode()
@@ -102,6 +122,10 @@ class TaskQueue:
             await RunningTask(tasks, record, {}).finish("failed", error=InternalError(NOT_QUEUED))
             raise InternalError(NOT_QUEUED) from None
         return {"resultType": "task", **record.task()}
+
+    def deadline(self) -> float | None:
+        """Until when a task queued now may wait for a worker."""
+        return None if self.timeout is None else time.time() + self.timeout
 
 
 def job_of(task_id: str, tool: str, ctx: Context) -> JSONDict:

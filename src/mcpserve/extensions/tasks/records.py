@@ -17,7 +17,9 @@ and outlive the process; the rules every store applies live here, once:
 * a task's function runs in one process, its ``owner``, which holds a lease on it
   (``lease_until``) and renews it while the function runs. A task that is not terminal when
   its lease passes is failed by whoever reads it next (:func:`expire_lease`): its process
-  died, and no one else can finish it.
+  died, and no one else can finish it. A task queued for workers is held by no process,
+  and its lease is how long it may wait for one (``queue_timeout``): past it, whoever reads
+  it fails it, saying that no worker took it, so this holds with no worker at all.
 * terminal states never change, and a save never touches the lease (:func:`saved_state`).
 
 The running side (the handler, its questions, cancellation) is ``task_runner.py``.
@@ -43,6 +45,15 @@ LEASE_EXPIRED: JSONDict = {"code": -32603, "message": "The process running the t
 WORKER_LOST: JSONDict = {"code": -32603, "message": "The worker running the task was lost"}
 
 
+def no_worker(seconds: float) -> JSONDict:
+    """The error of a queued task that no worker took within ``seconds`` (``queue.py``)."""
+    message = (
+        f"No worker took the task within {seconds:g} s: "
+        "start one with `mcpserve worker <this server's file>`"
+    )
+    return {"code": -32603, "message": message}
+
+
 def iso(timestamp: float) -> str:
     """``2026-12-01T10:30:00.123Z``: ISO 8601, UTC, milliseconds."""
     moment = datetime.fromtimestamp(timestamp, UTC)
@@ -61,6 +72,7 @@ class TaskRecord:
         "owner",
         "poll_interval_ms",
         "principal",
+        "queue_timeout",
         "result",
         "status",
         "status_message",
@@ -78,6 +90,7 @@ class TaskRecord:
         status_message: str | None = None,
         owner: str | None = None,
         lease_until: float | None = None,
+        queue_timeout: float | None = None,
     ) -> None:
         # 192 random bits: the id is the only thing standing between a task and a stranger.
         self.task_id = os.urandom(24).hex()
@@ -97,6 +110,9 @@ class TaskRecord:
         self.lease_until = lease_until
         #: How many processes have taken the task to run it (a worker's claim counts one).
         self.attempts = 0
+        #: Seconds a queued task may wait for a worker (its lease while held by no process);
+        #: None when it was never queued, or waits for as long as it lives.
+        self.queue_timeout = queue_timeout
 
     def to_dict(self) -> JSONDict:
         """Every field, as JSON can carry it (times are epoch seconds)."""
@@ -115,6 +131,7 @@ class TaskRecord:
             "owner": self.owner,
             "lease_until": self.lease_until,
             "attempts": self.attempts,
+            "queue_timeout": self.queue_timeout,
         }
 
     @classmethod
@@ -139,6 +156,8 @@ class TaskRecord:
         lease_until = data.get("lease_until")
         record.lease_until = None if lease_until is None else float(lease_until)
         record.attempts = int(data.get("attempts", 0))
+        queue_timeout = data.get("queue_timeout")
+        record.queue_timeout = None if queue_timeout is None else float(queue_timeout)
         return record
 
     @property
@@ -184,7 +203,10 @@ def expire_lease(record: TaskRecord, now: float) -> bool:
     keeps the change). Every store applies this to every record it reads."""
     if record.terminal or record.lease_until is None or record.lease_until > now:
         return False
-    error = WORKER_LOST if record.attempts else LEASE_EXPIRED
+    if record.owner is None:  # queued: the lease was the time it could wait for a worker
+        error = no_worker(record.queue_timeout or record.lease_until - record.created_at)
+    else:
+        error = WORKER_LOST if record.attempts else LEASE_EXPIRED
     record.status = "failed"
     record.error = dict(error)
     record.status_message = error["message"]
@@ -242,6 +264,7 @@ def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> JSONDict 
         "owner",
         "lease_until",
         "attempts",
+        "queue_timeout",
     ):
         state[field] = getattr(stored, field)
     return state
