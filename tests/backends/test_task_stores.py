@@ -421,6 +421,42 @@ async def test_a_task_whose_worker_was_lost_is_taken_over_only_while_it_has_retr
     assert (await read(backend.open(), task.task_id)).attempts == 2
 
 
+async def test_a_worker_hands_back_only_a_task_it_holds_and_that_runs(backend: Backend) -> None:
+    store = await backend.fresh()
+    task = new("alice", status_message="queued")
+    ended = new("alice", status_message="queued")
+    for record in (task, ended):
+        await store.create(record)
+        await store.claim(record.task_id, "worker-a", time.time() + 60, 1)
+    ended.status = "completed"
+    await store.save(ended)
+    # Not its holder: nothing changes.
+    held = await store.release(task.task_id, "worker-b", time.time() + 300)
+    assert held is not None
+    assert held.owner == "worker-a"
+    until = time.time() + 300
+    back = await store.release(task.task_id, "worker-a", until)
+    assert back is not None
+    assert (back.owner, back.lease_until, back.status, back.status_message, back.attempts) == (
+        None,
+        until,
+        "working",
+        "queued",
+        1,
+    )
+    kept = await read(backend.open(), task.task_id)
+    assert (kept.owner, kept.status_message, kept.attempts) == (None, "queued", 1)
+    # Queued again, the next worker takes it as any queued task, and counts its run.
+    again = await store.claim(task.task_id, "worker-b", time.time() + 60, 1)
+    assert again is not None
+    assert (again.owner, again.attempts) == ("worker-b", 2)
+    # An ended task stays ended.
+    done = await store.release(ended.task_id, "worker-a", until)
+    assert done is not None
+    assert (done.status, done.owner) == ("completed", "worker-a")
+    assert await store.release("no-such-task", "worker-a", until) is None
+
+
 async def test_a_claimed_task_whose_lease_passes_reads_worker_lost(backend: Backend) -> None:
     store = await backend.fresh()
     task = new("alice", status_message="queued")

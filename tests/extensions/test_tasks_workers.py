@@ -327,6 +327,31 @@ async def test_sigterm_lets_running_tasks_finish_then_stops_the_worker(
         assert stopped["error"] == {"code": -32603, "message": message}
 
 
+async def test_sigterm_past_the_grace_hands_the_retry_safe_to_another_worker(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh, "--grace", "0.5") as first:
+            safe = await alice.create("repeatable")
+            unsafe = await alice.create("until_cancelled")
+            await alice.until_message(safe, f"running in {first.pid}")
+            await alice.until_message(unsafe, f"running in {first.pid}")
+            with worker(tmp_path, fresh) as second:
+                os.kill(first.pid, signal.SIGTERM)
+                assert first.process.wait(TIMEOUT) == 0, first.output()
+                stopped = time.monotonic()
+                failed = await alice.get(unsafe)
+                message = "The worker stopped before the task finished"
+                assert failed["error"] == {"code": -32603, "message": message}
+                await alice.until_message(safe, f"running in {second.pid}")
+                # Handed back at once, not found by Docket's redelivery (about 20 s later).
+                assert time.monotonic() - stopped < 10.0
+                (tmp_path / "release").touch()
+                done = await alice.until(safe, "completed")
+                text = f"done in {second.pid}"
+                assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
 async def test_a_worker_killed_mid_task_reruns_the_retry_safe_and_fails_the_other(
     tmp_path: Path, fresh: RedisServer
 ) -> None:

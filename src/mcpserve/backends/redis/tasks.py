@@ -37,6 +37,7 @@ from ...extensions.tasks.records import (
     TooManyTasks,
     claim_lease,
     expire_lease,
+    release_lease,
     renew_lease,
     saved_state,
 )
@@ -186,6 +187,12 @@ class RedisTaskStore:
             return record.to_dict() if changed else None
 
         return await self._change(task_id, "claim a task", claiming)
+
+    async def release(self, task_id: str, owner: str, until: float | None) -> TaskRecord | None:
+        def releasing(record: TaskRecord, now: float) -> JSONDict | None:
+            return record.to_dict() if release_lease(record, owner, until, now) else None
+
+        return await self._change(task_id, "release a task", releasing)
 
     async def _change(self, task_id: str, what: str, change: Change) -> TaskRecord | None:
         """The task as ``change`` leaves it (it returns the state to write, None for none),

@@ -43,6 +43,7 @@ from ...extensions.tasks.records import (
     TooManyTasks,
     claim_lease,
     expire_lease,
+    release_lease,
     renew_lease,
     saved_state,
 )
@@ -104,6 +105,9 @@ class SQLiteTaskStore:
         self, task_id: str, owner: str, until: float, retries: int = 0
     ) -> TaskRecord | None:
         return await self._run("claim a task", self._claim, task_id, owner, until, retries)
+
+    async def release(self, task_id: str, owner: str, until: float | None) -> TaskRecord | None:
+        return await self._run("release a task", self._release, task_id, owner, until)
 
     async def close(self) -> None:
         if self._executor is None:
@@ -230,6 +234,14 @@ class SQLiteTaskStore:
         with self._write() as db:
             record = _read(db, task_id, now)
             if record is not None and claim_lease(record, owner, until, now, retries):
+                _update(db, task_id, record.to_dict())
+        return record
+
+    def _release(self, task_id: str, owner: str, until: float | None) -> TaskRecord | None:
+        now = time.time()
+        with self._write() as db:
+            record = _read(db, task_id, now)
+            if record is not None and release_lease(record, owner, until, now):
                 _update(db, task_id, record.to_dict())
         return record
 

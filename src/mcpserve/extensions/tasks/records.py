@@ -246,6 +246,24 @@ def claim_lease(record: TaskRecord, owner: str, until: float, now: float, retrie
     return True
 
 
+def release_lease(record: TaskRecord, owner: str, until: float | None, now: float) -> bool:
+    """``owner`` hands the task back to the queue, to wait for a worker until ``until``;
+    True when the record changed. Only its holder can, and only while it runs: it reads
+    ``working``, ``queued``, as before any worker took it, its questions withdrawn, and the
+    run that was stopped stays counted in ``attempts``."""
+    if expire_lease(record, now):
+        return True
+    if record.terminal or record.owner != owner:
+        return False
+    record.owner = None
+    record.lease_until = until
+    record.status = "working"
+    record.status_message = "queued"
+    record.input_requests = {}
+    record.updated_at = now
+    return True
+
+
 def saved_state(stored: TaskRecord, record: TaskRecord, now: float) -> JSONDict | None:
     """What a store writes when ``record`` is saved over the state it keeps, ``stored``; None
     for nothing. Terminal states never change, whoever saves what; the identity of the task
@@ -305,6 +323,10 @@ class TaskStore(Protocol):
         """A worker takes a task (:func:`claim_lease`): the record as it is now, held by
         ``owner`` unless another holds it or it ended; None when there is no such task."""
 
+    async def release(self, task_id: str, owner: str, until: float | None) -> TaskRecord | None:
+        """A worker hands a task back (:func:`release_lease`): the record as it is now,
+        queued again unless another holds it or it ended; None when there is no such task."""
+
     async def close(self) -> None:
         """Let go of the store's connections; a later call opens them again."""
 
@@ -356,6 +378,12 @@ class MemoryTaskStore:
         record = await self.get(task_id)
         if record is not None:
             claim_lease(record, owner, until, time.time(), retries)
+        return record
+
+    async def release(self, task_id: str, owner: str, until: float | None) -> TaskRecord | None:
+        record = await self.get(task_id)
+        if record is not None:
+            release_lease(record, owner, until, time.time())
         return record
 
     async def close(self) -> None:

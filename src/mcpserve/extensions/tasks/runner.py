@@ -83,6 +83,9 @@ class RunningTask:
         #: The status ``mcpserve.tasks`` counts this task under, once counted.
         self._counted: str | None = None
         self.count_status()
+        #: Handed back to the queue (a worker stopping, ``worker.py``): this process no
+        #: longer speaks for the task, whatever its function does before it stops.
+        self.released = False
 
     def count_status(self) -> None:
         """Move this task to its current status in ``mcpserve.tasks`` (metrics on)."""
@@ -164,7 +167,7 @@ class RunningTask:
         error: MCPError | None = None,
     ) -> None:
         record = self.record
-        if record.terminal:  # terminal states never change
+        if record.terminal or self.released:  # terminal states never change
             return
         record.status = status
         record.input_requests = {}
@@ -192,6 +195,8 @@ class RunningTask:
         return self._announcing
 
     async def _changed(self) -> None:
+        if self.released:
+            return
         # Shielded: a function cancelled meanwhile still has its state saved and announced.
         await asyncio.shield(self.announce())
 

@@ -20,9 +20,15 @@ shares, and a Docket worker takes jobs off the server's queue (``queue.py``), at
    reach it as ``task-control`` events on the bus, which this process hears because it
    holds the task (``Tasks.control``).
 
-SIGTERM or SIGINT stops the worker: it takes nothing new, lets running tasks finish for
-``grace`` seconds, then fails those left with "The worker stopped before the task
-finished" and exits.
+SIGTERM or SIGINT stops the worker: it takes nothing new and lets running tasks finish for
+``grace`` seconds. Then it hands back those safe to run again that have runs left (a tool
+declared ``retries=n`` that has had at most ``n`` runs, the one stopped included): their
+record is released (``TaskStore.release``: held by no process, ``queued`` again, waiting for
+a worker up to the queue timeout) and their job is added to the queue again, so another
+worker runs them from the top at once, rather than after Docket's redelivery. It fails the
+others with "The worker stopped before the task finished", cancels their functions, and
+exits. A function handed back is cancelled too; its end is not recorded, since the task is
+no longer this worker's.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from ...protocol.errors import InternalError
 from ...protocol.meta import read_meta
 from .queue import JOB, TaskQueue, parsed_job
 from .records import WORKER_LOST as LOST
+from .records import TaskStoreUnavailable
 from .runner import RunningTask, TaskContext, Tasks, TaskTool
 
 if TYPE_CHECKING:
@@ -91,9 +98,10 @@ async def run_worker(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     registry = server.registry
+    taken: dict[str, str] = {}  # the job of each task this worker runs, by task id
 
     async def job(raw: str) -> None:
-        await run_job(tasks, registry, raw)
+        await run_job(tasks, registry, raw, taken)
 
     async with server.running():
         docket = queue.docket
@@ -114,6 +122,7 @@ async def run_worker(
             taking.cancel()
             await asyncio.wait({taking}, timeout=grace)
             if not taking.done():
+                await hand_back(tasks, queue, registry, taken)
                 await tasks.abandon(WORKER_STOPPED)
                 await asyncio.wait({taking}, timeout=grace)
             if taking.done() and not taking.cancelled() and taking.exception() is not None:
@@ -131,7 +140,39 @@ async def _ready_once_taking(docket: Docket, name: str, ready: Callable[[], None
         await asyncio.sleep(0.05)
 
 
-async def run_job(tasks: Tasks, registry: Registry, raw: Any) -> None:
+async def hand_back(
+    tasks: Tasks, queue: TaskQueue, registry: Registry, taken: dict[str, str]
+) -> None:
+    """The running tasks that are safe to run again, with runs left, go back on the queue
+    (see the module's docstring); the others stay, for :meth:`Tasks.abandon` to fail."""
+    for task_id, running in list(tasks.running.items()):
+        raw = taken.get(task_id)
+        tool = None if raw is None else registry.tool(parsed_job(raw)["tool"])
+        if not isinstance(tool, TaskTool) or running.record.attempts > tool.retries:
+            continue
+        running.released = True  # from now on its function's end is not recorded
+        try:
+            record = await tasks.store.release(task_id, tasks.instance, queue.deadline())
+        except TaskStoreUnavailable:
+            record = None
+        if record is None or record.owner is not None or record.terminal:
+            running.released = False  # not released (ended, or the store away): as the others
+            continue
+        tasks.running.pop(task_id, None)
+        try:
+            await queue.docket.add(JOB, key=f"{task_id}:{record.attempts}")(raw)
+        except Exception:  # Redis went away: the task fails once the queue timeout passes
+            logger.exception("Task %s could not be queued again", task_id)
+        else:
+            logger.info("Task %s handed back to the queue", task_id)
+        await tasks.changed(record)  # listeners hear it queued again
+        if running.job is not None:
+            running.job.cancel()
+
+
+async def run_job(
+    tasks: Tasks, registry: Registry, raw: Any, taken: dict[str, str] | None = None
+) -> None:
     """One queued task, run here (see the module's docstring)."""
     try:
         job = parsed_job(raw)
@@ -170,4 +211,10 @@ async def run_job(tasks: Tasks, registry: Registry, raw: Any) -> None:
         tasks.running.pop(record.task_id, None)
         return
     request.target = tool
-    await tasks.execute(tool, params.get("arguments") or {}, ctx)
+    if taken is not None:
+        taken[record.task_id] = raw
+    try:
+        await tasks.execute(tool, params.get("arguments") or {}, ctx)
+    finally:
+        if taken is not None:
+            taken.pop(record.task_id, None)
