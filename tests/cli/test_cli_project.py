@@ -174,23 +174,26 @@ IN_TABLE = "Error: pyproject.toml [tool.mcpserve]: "
     [
         ('server = "shelf_app.py"\ncolour = "blue"\n',
          f"{IN_TABLE}unknown key 'colour' (the keys are server, transport, host, port, path, "
-         "workers, redis_url, env_file, metrics, log_format)"),
+         "workers, redis_url, env_file, metrics, log_format, worker_concurrency)"),
         ('port = "80a"\n', f'{IN_TABLE}port must be an integer, not "80a"'),
         ("port = true\n", f"{IN_TABLE}port must be an integer, not true"),
         ("metrics = 1\n", f"{IN_TABLE}metrics must be true or false, not 1"),
         ('transport = "sse"\n', f'{IN_TABLE}transport must be "stdio" or "http", not "sse"'),
         ("workers = 0\n", f"{IN_TABLE}workers must be 1 or more, not 0"),
+        ("worker_concurrency = 0\n", f"{IN_TABLE}worker_concurrency must be 1 or more, not 0"),
+        ('worker_concurrency = "4"\n',
+         f'{IN_TABLE}worker_concurrency must be an integer, not "4"'),
         ('server = "shelf_app.py"\nport = 80\nhost =\n',
          "Error: pyproject.toml is not valid TOML: Invalid value (at line 7, column 7); "
          "fix that line"),
     ],
 )  # fmt: skip
-@pytest.mark.parametrize("command", ["run", "install"])
+@pytest.mark.parametrize("command", ["run", "install", "worker"])
 def test_a_file_that_cannot_be_used_is_said_in_one_line_with_exit_status_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: str, said: str, command: str
 ) -> None:
     write_project(tmp_path, settings)
-    args = ["install", "claude-code"] if command == "install" else ["run"]
+    args = ["install", "claude-code"] if command == "install" else [command]
     result = run_here(tmp_path, monkeypatch, *args)
     assert result.exit_code == 2
     assert result.stderr == said + "\n"

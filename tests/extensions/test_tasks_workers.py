@@ -111,14 +111,25 @@ def environment(redis: RedisServer) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def worker(tmp_path: Path, redis: RedisServer, *args: str) -> Iterator[Worker]:
-    """``mcpserve worker`` on the test server, once it said ``worker ready``."""
+def worker(
+    tmp_path: Path, redis: RedisServer, *args: str, project: Path | None = None
+) -> Iterator[Worker]:
+    """``mcpserve worker`` on the test server, once it said ``worker ready``; with
+    ``project``, run in that folder with no TARGET and no Redis in its environment."""
     log = tmp_path / f"worker-{time.monotonic_ns()}.log"
+    command = [sys.executable, "-m", "mcpserve", "worker"]
+    env = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path))
+    if project is None:
+        command.append(str(APP))
+        env.update(environment(redis))
+    else:
+        for name in environment(redis):
+            env.pop(name, None)
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mcpserve", "worker", str(APP), *args],
-            cwd=str(ROOT),
-            env=child_env(**environment(redis), MCPSERVE_TEST_MARKER_DIR=str(tmp_path)),
+            [*command, *args],
+            cwd=str(ROOT if project is None else project),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -373,6 +384,39 @@ async def test_a_worker_killed_mid_task_reruns_the_retry_safe_and_fails_the_othe
                 assert time.monotonic() - killed < LOST_WITHIN
                 text = f"done in {second.pid}"
                 assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+async def test_a_worker_without_a_target_takes_the_project_files_settings(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "queue.env").write_text(f"MCPSERVE_TASK_QUEUE={fresh.url}\n")
+    (project / "pyproject.toml").write_text(
+        f'[project]\nname = "tasks"\n\n[tool.mcpserve]\nserver = "{APP}"\n'
+        f'env_file = "queue.env"\nredis_url = "{fresh.url}"\nworker_concurrency = 2\n'
+    )
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh, project=project) as running:
+            tasks = [await alice.create("until_cancelled") for _ in range(3)]
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                messages = [(await alice.get(t)).get("statusMessage") for t in tasks]
+                taken = [t for t, said in zip(tasks, messages, strict=True) if said != "queued"]
+                if len(taken) >= 2:
+                    break
+                assert time.monotonic() < deadline, running.output()
+                await asyncio.sleep(0.02)
+            for task_id in taken:
+                await alice.until_message(task_id, f"running in {running.pid}")
+            await asyncio.sleep(1.0)  # room for a third, which worker_concurrency = 2 forbids
+            (waiting,) = set(tasks) - set(taken)
+            assert (await alice.get(waiting))["statusMessage"] == "queued"
+            # The cancel reaches the worker over the project's redis_url; the slot it frees
+            # lets the third task in.
+            await alice.send("tasks/cancel", {"taskId": taken[0]})
+            await alice.until(taken[0], "cancelled", within=5.0)
+            await alice.until_message(waiting, f"running in {running.pid}")
 
 
 def test_retries_are_for_task_tools_and_counted_from_zero() -> None:

@@ -1,4 +1,5 @@
-"""The project file: what ``mcpserve run`` and ``mcpserve install`` take when no TARGET is given.
+"""The project file: what ``mcpserve run``, ``mcpserve install`` and ``mcpserve worker`` take
+when no TARGET is given.
 
 A project names its server once, in ``[tool.mcpserve]`` of ``./pyproject.toml`` or at the
 top of ``./mcpserve.toml`` (the same keys; both setting them is refused, so there is never
@@ -60,6 +61,7 @@ KEYS: dict[str, str | tuple[str, ...]] = {
     "env_file": _TEXT,
     "metrics": _BOOLEAN,
     "log_format": ("text", "json"),
+    "worker_concurrency": _INTEGER,
 }
 
 
@@ -99,7 +101,7 @@ class ProjectFile:
         defaults: dict[str, Any] = {
             name: value
             for name, value in self.settings.items()
-            if name not in ("server", "transport", "env_file")
+            if name not in ("server", "transport", "env_file", "worker_concurrency")
         }
         if "transport" in self.settings:
             defaults["use_http"] = self.settings["transport"] == "http"
@@ -112,6 +114,16 @@ class ProjectFile:
             defaults["target"] = self.target
         if self.env_file is not None:
             defaults["env_file"] = str(self.env_file)
+        return defaults
+
+    def worker_defaults(self) -> dict[str, Any]:
+        """The ``default_map`` of ``mcpserve worker``: the server, its environment, its
+        Redis, and how many tasks it runs at once."""
+        defaults = self.install_defaults()
+        if "redis_url" in self.settings:
+            defaults["redis_url"] = self.settings["redis_url"]
+        if "worker_concurrency" in self.settings:
+            defaults["concurrency"] = self.settings["worker_concurrency"]
         return defaults
 
 
@@ -161,8 +173,9 @@ def _checked(path: Path, label: str, section: object) -> ProjectFile:
             raise Mistake(f"{label}: {key} must be {problem}, not {_shown(value)}")
     if section.get("port") is not None and not 0 <= section["port"] <= 65535:
         raise Mistake(f"{label}: port must be between 0 and 65535, not {section['port']}")
-    if section.get("workers") is not None and section["workers"] < 1:
-        raise Mistake(f"{label}: workers must be 1 or more, not {section['workers']}")
+    for count in ("workers", "worker_concurrency"):
+        if section.get(count) is not None and section[count] < 1:
+            raise Mistake(f"{label}: {count} must be 1 or more, not {section[count]}")
     return ProjectFile(path.resolve(), label, dict(section))
 
 
