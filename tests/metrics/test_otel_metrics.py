@@ -14,9 +14,10 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from http_serving import serve_asgi
 from legacy_schema import initialize_message
-from mcpserve import Server, ToolError
+from mcpserve import Server
 from mcpserve.middleware import RateLimit
 from metric_points import points
+from servers.add_refuse import add_and_refuse
 from wire_helpers import asgi_client, call, default_headers, encode, post, request
 
 MODERN = "2026-07-28"
@@ -33,17 +34,7 @@ def reader() -> InMemoryMetricReader:
 
 
 def measured_server(reader: InMemoryMetricReader, **options: Any) -> Server:
-    server = Server("measured", metrics=MeterProvider(metric_readers=[reader]), **options)
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @server.tool
-    def refuse() -> str:
-        raise ToolError("No.")
-
-    return server
+    return add_and_refuse("measured", metrics=MeterProvider(metric_readers=[reader]), **options)
 
 
 def durations(reader: InMemoryMetricReader) -> list[tuple[dict[str, Any], int]]:

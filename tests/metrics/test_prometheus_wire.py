@@ -14,8 +14,9 @@ import httpx2
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcpserve import Server, ToolError
+from mcpserve import Server
 from mcpserve.auth import AccessToken, InvalidToken
+from servers.add_refuse import add_and_refuse
 from wire_helpers import (
     asgi_client,
     call,
@@ -83,16 +84,7 @@ async def test_metrics_are_answered_without_the_endpoints_token_but_behind_its_h
 
 
 async def test_the_exposition_has_each_operation_by_method_tool_error_and_version() -> None:
-    server = Server("counted", metrics=True)
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @server.tool
-    def refuse() -> str:
-        raise ToolError("No.")
-
+    server = add_and_refuse("counted", metrics=True)
     async with asgi_client(server.http_app()) as http:
         for n in range(3):
             await post(http, call(n, "add", {"a": n, "b": 1}))

@@ -18,7 +18,7 @@ import pytest
 
 from http_serving import serve_asgi
 from mcpserve import Server, ToolError
-from wire_helpers import call, default_headers, encode, free_port
+from wire_helpers import call, default_headers, encode, free_port, stop_process
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 WAIT = 60.0
@@ -76,12 +76,7 @@ def prometheus(tmp_path: Path, targets: list[str]) -> Iterator[str]:
             time.sleep(0.2)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process)
 
 
 def scraped_after(url: str, moment: datetime) -> bool:

@@ -11,8 +11,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from mcpserve import Server, ToolError
+from mcpserve import Server
 from mcpserve.server.tracing import tracer_for
+from servers.add_refuse import add_and_refuse
 from wire_helpers import asgi_client, call, post, request
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -28,15 +29,7 @@ def spans() -> tuple[TracerProvider, InMemorySpanExporter]:
 
 
 def traced_server(tracing: Any) -> Server:
-    server = Server("traced", tracing=tracing)
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @server.tool
-    def refuse() -> str:
-        raise ToolError("No.")
+    server = add_and_refuse("traced", tracing=tracing)
 
     @server.resource("notes://{id}")
     def note(id: str) -> str:

@@ -8,15 +8,13 @@ its id on the way out.
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wire_helpers import child_env
+from wire_helpers import child_env, stop_process, wait_listening
 
 #: The command, as a user's shell runs it (with this interpreter).
 MCPSERVE = [sys.executable, "-m", "mcpserve.cli"]
@@ -30,18 +28,8 @@ class ServedCommand:
 
     def stop(self) -> str:
         """Stop the process (SIGTERM, bounded) and return everything it wrote on stderr."""
-        stop(self.process)
+        stop_process(self.process)
         return self.stderr.read_text()
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
 
 
 @contextlib.contextmanager
@@ -66,17 +54,7 @@ def served_command(
             stderr=sink,
         )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"mcpserve exited early:\n{stderr.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"no server on {port}:\n{stderr.read_text()}") from None
-                time.sleep(0.05)
+        wait_listening(process, port, stderr)
         yield ServedCommand(process, f"http://127.0.0.1:{port}/mcp", stderr)
     finally:
-        stop(process)
+        stop_process(process)

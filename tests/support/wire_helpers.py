@@ -479,22 +479,34 @@ def http_server_process(
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"server exited early:\n{log.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"server did not listen:\n{log.read_text()}") from None
-                time.sleep(0.05)
+        wait_listening(process, port, log)
         yield HTTPServerProcess(f"http://127.0.0.1:{port}/mcp", port, marker_dir, process, log)
     finally:
-        process.terminate()
+        stop_process(process)
+
+
+def wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """Until ``process`` listens on ``port`` (bounded: 30 s); its ``log`` in the failure
+    when it exits first or never listens."""
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"the process exited early:\n{log.read_text()}")
         try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"nothing listens on {port}:\n{log.read_text()}") from None
+            time.sleep(0.05)
+
+
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM, and SIGKILL if it has not exited within 10 s; reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
