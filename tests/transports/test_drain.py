@@ -322,14 +322,20 @@ async def test_each_worker_drains_under_mcpserve_run_workers(
                     assert answered.status == 200  # still answered while draining
                     answered_by.add(int(answered.result["content"][0]["text"]))
                 readiness += [first.status_code, second.status_code]
-            assert answered_by == pids, (answered_by, pids)
-            # Both workers were told at once: once every worker drains, no probe is ready.
+            # Calls are still answered while the workers drain (the kernel picks the worker
+            # of each connection: on a busy machine one may take them all).
+            assert answered_by, readiness
+            assert answered_by <= pids, (answered_by, pids)
+            # Once one probe fails none is ready again: a worker that did not drain would
+            # answer some of them 200.
             settled = readiness[readiness.index(503) :]
             assert settled == [503] * len(settled), readiness
             assert len(settled) >= 10, readiness
             await exited_within(srv.process, 2 + 3 + EXIT_BOUND)
         log = srv.log.read_text()
     assert "Traceback" not in log, log
+    for pid in pids:  # each worker went through its drain to a graceful end
+        assert f"Finished server process [{pid}]" in log, log
 
 
 async def workers_answering(http: httpx2.AsyncClient, count: int) -> set[int]:
