@@ -63,6 +63,13 @@ class Peer(Protocol):
         """Start hearing updates of ``uri`` and the resources below it."""
 
 
+def watch_request(uri: str, client_info: dict[str, Any]) -> dict[str, Any]:
+    """A ``subscriptions/listen`` for updates of ``uri`` and the resources below it."""
+    notifications = {"resourceSubscriptions": [uri]}
+    return request("watch", "subscriptions/listen", {"notifications": notifications},
+                   **{CLIENT_INFO_KEY: client_info})  # fmt: skip
+
+
 class StdioPeer:
     """A stdio subprocess; ``handshake`` starts a session first, else every request
     carries ``_meta``."""
@@ -109,10 +116,7 @@ class StdioPeer:
         if self.handshake:
             assert (await self.ask("resources/subscribe", {"uri": uri}))["result"] == {}
             return
-        notifications = {"resourceSubscriptions": [uri]}
-        message = request("watch", "subscriptions/listen", {"notifications": notifications},
-                          **{CLIENT_INFO_KEY: self.client_info})  # fmt: skip
-        await self.proc.send(message)
+        await self.proc.send(watch_request(uri, self.client_info))
         await self.expect("notifications/subscriptions/acknowledged")
 
     async def expect(self, method: str) -> dict[str, Any]:
@@ -145,26 +149,20 @@ class ModernHTTPPeer:
 
     async def listen(self) -> None:
         changes = {"toolsListChanged": True, "promptsListChanged": True}
-        body = json.dumps(listen("changes", {**changes, "resourcesListChanged": True}))
-        response = await self.stack.enter_async_context(
-            self.http.stream(
-                "POST", "/mcp", content=body, headers=mcp_headers("subscriptions/listen")
-            )
-        )
-        assert response.status_code == 200
-        self.stream = response.aiter_lines()
+        await self._open(listen("changes", {**changes, "resourcesListChanged": True}), {})
 
     async def watch(self, uri: str) -> None:
-        notifications = {"resourceSubscriptions": [uri]}
-        message = request("watch", "subscriptions/listen", {"notifications": notifications},
-                          **{CLIENT_INFO_KEY: self.client_info})  # fmt: skip
-        headers = mcp_headers("subscriptions/listen", **self.headers)
+        await self._open(watch_request(uri, self.client_info), self.headers)
+        await self.expect("notifications/subscriptions/acknowledged")
+
+    async def _open(self, message: dict[str, Any], headers: dict[str, str]) -> None:
+        """A ``subscriptions/listen`` stream, read by :meth:`expect` from now on."""
         response = await self.stack.enter_async_context(
-            self.http.stream("POST", "/mcp", content=json.dumps(message), headers=headers)
-        )
+            self.http.stream("POST", "/mcp", content=json.dumps(message),
+                             headers=mcp_headers("subscriptions/listen", **headers))
+        )  # fmt: skip
         assert response.status_code == 200
         self.stream = response.aiter_lines()
-        await self.expect("notifications/subscriptions/acknowledged")
 
     async def expect(self, method: str) -> dict[str, Any]:
         deadline = time.monotonic() + TIMEOUT
