@@ -650,3 +650,19 @@ def test_keyvalue_from_url_refuses_an_unknown_or_malformed_url(url: str, says: s
         keyvalue_from_url(url, namespace="auth")
     assert "\n" not in str(raised.value)
     assert "hunter2" not in str(raised.value)
+
+
+async def test_stores_opening_a_new_sqlite_file_at_once_wait_for_each_other(
+    tmp_path: Path,
+) -> None:
+    """Each store's first use switches the new file to WAL; SQLite answers the losers of that
+    race "database is locked" at once, so the setup waits its turn as any write does."""
+    for round_number in range(20):
+        path = tmp_path / f"fresh-{round_number}.sqlite3"
+        stores = [SQLiteKeyValue(path, namespace="race") for _ in range(8)]
+        try:
+            counts = await asyncio.gather(*(store.incr("opened", LONG) for store in stores))
+        finally:
+            for store in stores:
+                await store.aclose()
+        assert sorted(counts) == list(range(1, 9))

@@ -51,6 +51,7 @@ from ..keyvalue_rules import (
     counter_value,
     refill,
 )
+from .connect import open_database
 
 logger = logging.getLogger("mcpserve.keyvalue")
 
@@ -157,15 +158,7 @@ class SQLiteKeyValue:
     def _connect(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            # Autocommit: every transaction is an explicit BEGIN IMMEDIATE ... COMMIT.
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-            try:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=FULL")
-                db.executescript(_SCHEMA)
-            except BaseException:
-                db.close()
-                raise
+            db = open_database(self.path, busy_timeout=self.busy_timeout, schema=_SCHEMA)
             self._local.db = db
         return db
 
