@@ -112,13 +112,17 @@ def environment(redis: RedisServer) -> dict[str, str]:
 
 @contextlib.contextmanager
 def worker(
-    tmp_path: Path, redis: RedisServer, *args: str, project: Path | None = None
+    tmp_path: Path,
+    redis: RedisServer,
+    *args: str,
+    project: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Worker]:
     """``mcpserve worker`` on the test server, once it said ``worker ready``; with
     ``project``, run in that folder with no TARGET and no Redis in its environment."""
     log = tmp_path / f"worker-{time.monotonic_ns()}.log"
     command = [sys.executable, "-m", "mcpserve", "worker"]
-    env = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path))
+    env = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path), **(env or {}))
     if project is None:
         command.append(str(APP))
         env.update(environment(redis))
@@ -151,14 +155,14 @@ def worker(
 @contextlib.asynccontextmanager
 async def front_end(
     tmp_path: Path, redis: RedisServer, **env: str
-) -> AsyncIterator[tuple[int, Caller]]:
-    """The front-end's pid, and alice calling it."""
+) -> AsyncIterator[tuple[subprocess.Popen[bytes], Caller]]:
+    """The front-end's process, and alice calling it."""
     args = [sys.executable, str(APP)]
     with http_server_process(tmp_path, args=args, env={**environment(redis), **env}) as served:
         base = f"http://127.0.0.1:{served.port}"
         async with httpx2.AsyncClient(base_url=base, timeout=TIMEOUT) as http:
             http.headers["x-user"] = "alice"
-            yield served.process.pid, Caller(http, "alice")
+            yield served.process, Caller(http, "alice")
 
 
 @pytest.fixture
@@ -170,7 +174,7 @@ def fresh(redis: RedisServer) -> RedisServer:
 async def test_a_task_reads_queued_until_a_worker_takes_it_and_runs_it(
     tmp_path: Path, fresh: RedisServer
 ) -> None:
-    async with front_end(tmp_path, fresh) as (front_pid, alice):
+    async with front_end(tmp_path, fresh) as (front, alice):
         task_id = await alice.create("where")
         await asyncio.sleep(0.5)  # no worker yet: nobody runs it
         queued = await alice.get(task_id)
@@ -178,7 +182,7 @@ async def test_a_task_reads_queued_until_a_worker_takes_it_and_runs_it(
         with worker(tmp_path, fresh) as running:
             done = await alice.until(task_id, "completed")
         ran = done["result"]["structuredContent"]
-        assert ran["pid"] == running.pid != front_pid
+        assert ran["pid"] == running.pid != front.pid
         assert ran["principal"] == "alice"  # the caller's principal, bound on the worker
         assert ran["capabilities"] == ["elicitation", "extensions"]
         assert "statusMessage" not in done
@@ -361,6 +365,85 @@ async def test_sigterm_past_the_grace_hands_the_retry_safe_to_another_worker(
                 done = await alice.until(safe, "completed")
                 text = f"done in {second.pid}"
                 assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+async def test_a_retry_safe_task_stopped_on_its_last_run_fails(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    # retries=1: two runs at most. The first worker's SIGTERM hands it back; the second
+    # worker's, on its last run, fails it as it fails a task without retries.
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh, "--grace", "0.3") as first:
+            task_id = await alice.create("repeatable_once")
+            await alice.until_message(task_id, f"running in {first.pid}")
+            with worker(tmp_path, fresh, "--grace", "0.3") as second:
+                os.kill(first.pid, signal.SIGTERM)
+                assert first.process.wait(TIMEOUT) == 0, first.output()
+                await alice.until_message(task_id, f"running in {second.pid}")
+                os.kill(second.pid, signal.SIGTERM)
+                assert second.process.wait(TIMEOUT) == 0, second.output()
+        stopped = await alice.get(task_id)
+        message = "The worker stopped before the task finished"
+        assert stopped["error"] == {"code": -32603, "message": message}
+        assert (stopped["status"], stopped["statusMessage"]) == ("failed", message)
+
+
+async def test_a_task_handed_back_with_no_worker_left_fails_after_the_queue_timeout(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    timeout = {"MCPSERVE_TEST_QUEUE_TIMEOUT": "1.5"}
+    async with front_end(tmp_path, fresh, **timeout) as (_, alice):
+        with worker(tmp_path, fresh, "--grace", "0.3", env=timeout) as only:
+            task_id = await alice.create("repeatable")
+            await alice.until_message(task_id, f"running in {only.pid}")
+            os.kill(only.pid, signal.SIGTERM)
+            assert only.process.wait(TIMEOUT) == 0, only.output()
+            handed_back = time.monotonic()
+        queued = await alice.get(task_id)
+        assert (queued["status"], queued["statusMessage"]) == ("working", "queued")
+        failed = await alice.until(task_id, "failed", within=1.5 + TIMEOUT)
+        assert time.monotonic() - handed_back >= 1.0  # waited, counted from the hand-back
+    message = (
+        "No worker took the task within 1.5 s: "
+        "start one with `mcpserve worker <this server's file>`"
+    )
+    assert failed["error"] == {"code": -32603, "message": message}
+
+
+async def stopped_with(process: subprocess.Popen[bytes], stop: signal.Signals) -> None:
+    process.send_signal(stop)
+    deadline = time.monotonic() + TIMEOUT
+    while process.poll() is None:
+        assert time.monotonic() < deadline, f"still running {stop.name} ago"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+async def test_a_front_end_stopped_never_affects_tasks_on_workers(
+    tmp_path: Path, fresh: RedisServer, stop: signal.Signals
+) -> None:
+    # Tasks created through a front-end run on the worker while that front-end stops and
+    # no front-end is up; another one, started later (a restart), reads and answers them.
+    drain = {"MCPSERVE_DRAIN_SECONDS": "0.2"}
+    with worker(tmp_path, fresh) as running:
+        async with front_end(tmp_path, fresh, **drain) as (first, alice):
+            stepping = await alice.create("steps", {"count": 6, "pause": 0.5})
+            asking = await alice.create("confirm")
+            await alice.until_message(stepping, "step 1 of 6")
+            await alice.until(asking, "input_required")
+            await stopped_with(first, stop)
+        async with front_end(tmp_path, fresh) as (second, again):
+            assert second.pid != first.pid
+            parked = await again.until(asking, "input_required")
+            (key,) = parked["inputRequests"]
+            yes = {key: {"action": "accept", "content": {"confirm": True}}}
+            await again.send("tasks/update", {"taskId": asking, "inputResponses": yes})
+            answered = await again.until(asking, "completed")
+            done = await again.until(stepping, "completed")
+    assert first.returncode == -stop  # uvicorn raises SIGTERM again once it has stopped
+    text = f"confirmed in {running.pid}"
+    assert answered["result"]["content"] == [{"type": "text", "text": text}]
+    assert done["result"]["content"] == [{"type": "text", "text": f"6 steps in {running.pid}"}]
 
 
 async def test_a_worker_killed_mid_task_reruns_the_retry_safe_and_fails_the_other(

@@ -5,9 +5,10 @@ As a script it is a front-end: HTTP on ``MCPSERVE_TEST_HTTP_PORT``, the caller n
 the same server. Both find the queue in ``MCPSERVE_TASK_QUEUE`` and the shared Redis in
 ``MCPSERVE_REDIS_URL``. The tools answer the pid they ran in, so a test knows which process
 ran them; ``until_cancelled`` writes what its handler saw of the cancellation to
-``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``, and ``repeatable`` (``retries=2``)
-runs until a file ``release`` appears there. ``MCPSERVE_TEST_QUEUE_TIMEOUT`` sets the
-server's ``task_queue_timeout`` (300 s, the default, without it).
+``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``, and ``repeatable`` (``retries=2``) and
+``repeatable_once`` (``retries=1``) run until a file ``release`` appears there.
+``MCPSERVE_TEST_QUEUE_TIMEOUT`` sets the server's ``task_queue_timeout`` (300 s, the
+default, without it).
 """
 
 from __future__ import annotations
@@ -63,9 +64,7 @@ async def until_cancelled(ctx: Context) -> str:
     return "never"
 
 
-@server.tool(task="optional", retries=2)
-async def repeatable(ctx: Context) -> str:
-    """Safe to run again: waits for a ``release`` file in the marker folder."""
+async def until_released(ctx: Context) -> str:
     await ctx.progress(1, message=f"running in {os.getpid()}")
     release = Path(os.environ["MCPSERVE_TEST_MARKER_DIR"]) / "release"
     for _ in range(20 * 600):  # a file, not an event: it is made by another process
@@ -73,6 +72,18 @@ async def repeatable(ctx: Context) -> str:
             return f"done in {os.getpid()}"
         await asyncio.sleep(0.05)
     return "never released"
+
+
+@server.tool(task="optional", retries=2)
+async def repeatable(ctx: Context) -> str:
+    """Safe to run again: waits for a ``release`` file in the marker folder."""
+    return await until_released(ctx)
+
+
+@server.tool(task="optional", retries=1)
+async def repeatable_once(ctx: Context) -> str:
+    """As ``repeatable``, with one run more at most."""
+    return await until_released(ctx)
 
 
 class Confirm(BaseModel):
