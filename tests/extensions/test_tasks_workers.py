@@ -446,6 +446,57 @@ async def test_a_front_end_stopped_never_affects_tasks_on_workers(
     assert done["result"]["content"] == [{"type": "text", "text": f"6 steps in {running.pid}"}]
 
 
+async def test_a_tool_asking_before_its_task_starts_runs_the_task_on_a_worker(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (front, alice):
+        with worker(tmp_path, fresh) as running:
+            call = {"name": "deploy", "arguments": {"env": "prod"}}
+            asked = (await alice.send("tools/call", call)).result
+            assert asked["resultType"] == "input_required", asked
+            (key,) = asked["inputRequests"]
+            yes = {key: {"action": "accept", "content": {"confirm": True}}}
+            retry = {**call, "inputResponses": yes, "requestState": asked["requestState"]}
+            created = (await alice.send("tools/call", retry)).result
+            assert (created["resultType"], created["status"]) == ("task", "working")
+            assert created["statusMessage"] == "queued"
+            done = await alice.until(created["taskId"], "completed")
+            no = {key: {"action": "accept", "content": {"confirm": False}}}
+            retry = {**call, "inputResponses": no, "requestState": asked["requestState"]}
+            declined = (await alice.send("tools/call", retry)).result
+    # The worker ran it from the top, its question answered from the call's rounds, and the
+    # state they sealed read there; the front-end did not go on past ctx.start_task().
+    text = f"deployed to prod in {running.pid}, asked in {front.pid}"
+    assert done["result"]["content"] == [{"type": "text", "text": text}]
+    assert (tmp_path / f"deployed-{running.pid}").exists()
+    assert not (tmp_path / f"deployed-{front.pid}").exists()
+    # Declined: the call ended before it became a task, answered by the front-end.
+    said = f"not deployed, said in {front.pid}"
+    assert (declined["resultType"], declined["content"]) == (
+        "complete",
+        [{"type": "text", "text": said}],
+    )
+
+
+async def test_a_worker_run_asking_what_the_call_did_not_fails_naming_the_fix(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh):
+            asked = (await alice.send("tools/call", {"name": "fickle", "arguments": {}})).result
+            (key,) = asked["inputRequests"]
+            yes = {key: {"action": "accept", "content": {"confirm": True}}}
+            retry = {"name": "fickle", "arguments": {}, "inputResponses": yes,
+                     "requestState": asked["requestState"]}  # fmt: skip
+            created = (await alice.send("tools/call", retry)).result
+            failed = await alice.until(created["taskId"], "failed")
+    message = (
+        "The function asked the worker a question it had not asked the client before "
+        "ctx.start_task(): ask the same questions on every run"
+    )
+    assert failed["error"] == {"code": -32603, "message": message}
+
+
 async def test_a_worker_killed_mid_task_reruns_the_retry_safe_and_fails_the_other(
     tmp_path: Path, fresh: RedisServer
 ) -> None:

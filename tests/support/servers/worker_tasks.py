@@ -98,6 +98,27 @@ async def confirm(ctx: Context) -> str:
     return f"{said} in {os.getpid()}"
 
 
+@server.tool(task="optional", task_start="handler")
+async def deploy(env: str, ctx: Context) -> str:
+    """Asks first, as the call, then works as a task; leaves ``deployed-<pid>`` behind."""
+    answer = await ctx.elicit(f"Deploy to {env}?", Confirm)
+    if not (answer.accepted and answer.data.confirm):
+        return f"not deployed, said in {os.getpid()}"
+    ctx.state["asked in"] = ctx.state.get("asked in", os.getpid())
+    await ctx.start_task(f"deploying to {env}")
+    (Path(os.environ["MCPSERVE_TEST_MARKER_DIR"]) / f"deployed-{os.getpid()}").touch()
+    await asyncio.sleep(0.3)
+    return f"deployed to {env} in {os.getpid()}, asked in {ctx.state['asked in']}"
+
+
+@server.tool(task="optional", task_start="handler")
+async def fickle(ctx: Context) -> str:
+    """Asks a question of its own process's: the worker's run asks another than the call's."""
+    await ctx.elicit("Go ahead?", Confirm, key=f"asked-in-{os.getpid()}")
+    await ctx.start_task()
+    return "never on a worker"
+
+
 def who(headers: Any) -> Auth:
     return Auth(principal=headers.get("x-user"))
 

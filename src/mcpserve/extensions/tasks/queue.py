@@ -20,9 +20,13 @@ The worker (``worker.py``) claims the record (``TaskStore.claim``) and from then
 task's owner, holding its lease, exactly as the process that received a call is when it
 runs the task itself. Everything after the claim is the in-process path of ``runner.py``.
 
-Only tools whose task starts with the call (``task_start="call"``) go to workers; a tool
-that asks its questions before ``ctx.start_task()`` runs in process, since the coroutine
-that asked cannot move to another machine.
+A tool that asks its questions before its task starts (``task_start="handler"``) runs on
+the front-end until it awaits ``ctx.start_task()``: its rounds are the call's. Then the
+front-end queues the task with the answers the rounds took (:meth:`.Rounds.carried`; the
+request's ``requestState`` and ``inputResponses`` left out, since the job carries what they
+said) and cancels its own run, since a coroutine cannot move to another machine. The worker
+runs the function again from the top: its questions are answered from the job, and
+``ctx.start_task()`` there marks where the task's own work begins (``runner.py``).
 """
 
 from __future__ import annotations
@@ -104,6 +108,13 @@ class TaskQueue:
 
     async def call(self, tasks: Tasks, tool: TaskTool, ctx: Context) -> Result:
         """``tools/call`` of a task tool: the task is kept, queued, and answered at once."""
+        return {"resultType": "task", **(await self.enqueue(tasks, tool, ctx)).task()}
+
+    async def enqueue(
+        self, tasks: Tasks, tool: TaskTool, ctx: Context, *, started: bool = False
+    ) -> TaskRecord:
+        """Keep the task, queued, and queue its job; ``started``: the function has run on
+        this front-end up to ``ctx.start_task()``, and the job carries its answers."""
         docket = self.docket
         record = TaskRecord(
             ctx.principal,
@@ -114,28 +125,35 @@ class TaskQueue:
             queue_timeout=self.timeout,
         )
         await tasks.create(record)
-        job = orjson.dumps(job_of(record.task_id, tool.name, ctx)).decode()
+        job = orjson.dumps(job_of(record.task_id, tool.name, ctx, started=started)).decode()
         try:
             await docket.add(JOB, key=record.task_id)(job)
         except Exception:  # Redis went away between the record and the job
             logger.exception("Task %s could not be queued", record.task_id)
             await RunningTask(tasks, record, {}).finish("failed", error=InternalError(NOT_QUEUED))
             raise InternalError(NOT_QUEUED) from None
-        return {"resultType": "task", **record.task()}
+        return record
 
     def deadline(self) -> float | None:
         """Until when a task queued now may wait for a worker."""
         return None if self.timeout is None else time.time() + self.timeout
 
 
-def job_of(task_id: str, tool: str, ctx: Context) -> JSONDict:
-    """What a worker needs to make the call again: the call, and who made it."""
+def job_of(task_id: str, tool: str, ctx: Context, *, started: bool = False) -> JSONDict:
+    """What a worker needs to make the call again: the call, and who made it; with
+    ``started``, the answers its rounds took before ``ctx.start_task()`` (``replay``)."""
     request = ctx.request
     auth = request.auth
+    params = request.params
+    replay = ctx.carried_rounds() if started else None
+    if replay is not None:  # what the sealed state and the answers said is in the job
+        params = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
     return {
         "taskId": task_id,
         "tool": tool,
-        "params": request.params,
+        "started": started,
+        "replay": replay,
+        "params": params,
         "auth": {
             "principal": auth.principal,
             "scopes": sorted(auth.scopes),

@@ -86,6 +86,10 @@ class RunningTask:
         #: Handed back to the queue (a worker stopping, ``worker.py``): this process no
         #: longer speaks for the task, whatever its function does before it stops.
         self.released = False
+        #: On a worker, the call's context while a ``task_start="handler"`` function runs
+        #: again up to ``ctx.start_task()``: its questions are the call's rounds, answered
+        #: from the job (``queue.py``), not the task's.
+        self.replay: Context | None = None
 
     def count_status(self) -> None:
         """Move this task to its current status in ``mcpserve.tasks`` (metrics on)."""
@@ -100,6 +104,8 @@ class RunningTask:
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> JSONDict:
         """Park the task until the client answers every question (``tasks/update``)."""
+        if self.replay is not None:
+            return self.replay.rounds.ask(requests)
         needed: JSONDict = {}
         for request in requests.values():
             needed.update(request.required_capabilities())
@@ -281,7 +287,13 @@ class Tasks:
         started: asyncio.Future[TaskRecord] = loop.create_future()
         job_ctx = TaskContext(ctx.request, self.runtime)
 
+        queue, queued = self.queue, tool if isinstance(tool, TaskTool) else None
+        moves = queue is not None and queued is not None
+
         async def start(message: str | None) -> None:
+            if queue is not None and queued is not None:  # the rest runs on a worker (queue.py)
+                started.set_result(await queue.enqueue(self, queued, job_ctx, started=True))
+                await asyncio.Future()  # cancelled by call(), which answers the request
             await self._start(job_ctx, started, message)
 
         job_ctx.task_starter = start
@@ -302,6 +314,8 @@ class Tasks:
             job.cancel()
             raise
         if started.done():
+            if moves:
+                job.cancel()
             return {"resultType": "task", **started.result().task()}
         answer = job.result()  # ended before it became a task: its own answer
         assert answer is not None
@@ -374,7 +388,12 @@ class Tasks:
         if running is None:
             return result
         if result.get("resultType") == "input_required":
-            error = InternalError("A task cannot answer input_required: ask with ctx.elicit")
+            error = InternalError(
+                "The function asked the worker a question it had not asked the client before "
+                "ctx.start_task(): ask the same questions on every run"
+                if running.replay is not None
+                else "A task cannot answer input_required: ask with ctx.elicit"
+            )
             await running.finish("failed", error=error)
         elif len(dumps(result)) > self.max_result_bytes:
             error = InternalError(f"The task's result is larger than {self.max_result_bytes} bytes")
@@ -436,6 +455,13 @@ class Queue(Protocol):
         """``tools/call`` of ``tool``: the task is kept and queued; its ``CreateTaskResult``."""
         ...
 
+    async def enqueue(
+        self, tasks: Tasks, tool: TaskTool, ctx: Context, *, started: bool = False
+    ) -> TaskRecord:
+        """The task kept and queued; ``started``: the function ran here up to
+        ``ctx.start_task()`` (its rounds' answers go with the job)."""
+        ...
+
 
 class TaskContext(Context):
     """The context of a task tool's call: it can become a task."""
@@ -446,6 +472,15 @@ class TaskContext(Context):
         super().__init__(request, runtime)
         self.task = None
         self.task_starter = None
+
+    async def start_task(self, message: str | None = None) -> bool:
+        running = running_task_of(self)
+        if running is None or running.replay is None:
+            return await super().start_task(message)
+        running.replay = None  # on a worker, past the call's questions: the task's work
+        if message is not None:
+            await running.progress(message)
+        return True
 
 
 class Taskable(Protocol):

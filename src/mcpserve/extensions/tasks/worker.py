@@ -15,7 +15,9 @@ shares, and a Docket worker takes jobs off the server's queue (``queue.py``), at
 2. builds the call's context again, bound to the caller: the request's ``params`` and
    ``_meta`` (protocol version, client capabilities), and the caller's principal, scopes
    and claims;
-3. runs the tool through :meth:`Tasks.execute`, the in-process path: progress and status
+3. runs the tool through :meth:`Tasks.execute`, the in-process path (a tool whose task
+   starts in its handler from the top, its questions up to ``ctx.start_task()`` answered
+   from the job, ``queue.py``): progress and status
    messages, the result or error, the result limit. ``tasks/update`` and ``tasks/cancel``
    reach it as ``task-control`` events on the bus, which this process hears because it
    holds the task (``Tasks.control``).
@@ -211,6 +213,12 @@ async def run_job(
         tasks.running.pop(record.task_id, None)
         return
     request.target = tool
+    if job.get("started"):  # it ran on the front-end up to ctx.start_task(): again, here
+        running.replay = ctx
+        if job.get("replay") is not None:
+            ctx.replay_rounds(
+                params.get("name", tool.key), params.get("arguments") or {}, job["replay"]
+            )
     if taken is not None:
         taken[record.task_id] = raw
     try:

@@ -288,6 +288,20 @@ class Context(Generic[StateT]):
             self._rounds = Rounds(self, *self._round_target)
         return self._rounds
 
+    def carried_rounds(self) -> JSONDict | None:
+        """What this call's sealed rounds took so far (:meth:`.Rounds.carried`); None when
+        it asked nothing or keeps its own requestState (then the request carries it all)."""
+        rounds = self._rounds
+        return rounds.carried() if rounds is not None and rounds.sealed else None
+
+    def replay_rounds(self, target: str, arguments: Any, carried: Mapping[str, Any]) -> Rounds:
+        """Run this call's questions again from ``carried`` (:meth:`carried_rounds`, taken in
+        another process), for a request without ``requestState`` or ``inputResponses``."""
+        rounds = Rounds(self, target, arguments)
+        rounds.replay(carried)
+        self._rounds = rounds
+        return rounds
+
     @property
     def is_retry(self) -> bool:
         """True when this request answers an earlier ``input_required`` result."""

@@ -190,6 +190,18 @@ class Rounds:
         """Whether mcpserve keeps this request's state (sealed), rather than the handler."""
         return self.binding is not None
 
+    def carried(self) -> JSONDict:
+        """The answers taken so far and the handler's state: what running the call again in
+        another process needs (a task that moves to a worker, ``extensions/tasks/queue.py``)."""
+        return {"answers": dict(self.answers), "state": dict(self.state)}
+
+    def replay(self, carried: Mapping[str, Any]) -> None:
+        """Answer this attempt's questions from ``carried`` (:meth:`carried` of the process
+        that received the call), and from nothing else: no new answer is taken."""
+        self.answers = dict(carried["answers"])
+        self.state = dict(carried["state"])
+        self.pending = set()
+
     def answer(self, key: str, request: InputRequest) -> Any:
         """The parsed answer to ``key``, or ``MISSING``."""
         if not self.sealed:
