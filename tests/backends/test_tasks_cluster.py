@@ -214,17 +214,29 @@ async def test_a_worker_killed_mid_task_reruns_the_retry_safe_elsewhere_and_fail
             assert text_of(outcome(done)) == f"done in {second.pid}"
 
 
-async def read_all(client: Client, tasks: list[str], stop: asyncio.Event) -> int:
-    """Reads every task through ``client`` until ``stop``; each must read ``working`` (they
-    wait for the release). The number of reads."""
-    reads = 0
-    while not stop.is_set():
-        for task_id in tasks:
-            state = await asyncio.wait_for(get_task(client.session, task_id), TIMEOUT)
-            assert state.status == "working", state
-            reads += 1
-        await asyncio.sleep(0.05)
-    return reads
+class Reads:
+    """Every task read through one client until told to stop: each read answers, and a
+    task reads ``working`` until it reads ``completed`` (never ``failed``, never back)."""
+
+    def __init__(self, client: Client, tasks: list[str]) -> None:
+        self.client = client
+        self.tasks = tasks
+        self.stop = asyncio.Event()
+        self.completed: dict[str, TaskState] = {}
+        self.count = 0
+
+    async def run(self) -> None:
+        while not self.stop.is_set():
+            for task_id in self.tasks:
+                state = await asyncio.wait_for(get_task(self.client.session, task_id), TIMEOUT)
+                self.count += 1
+                if task_id in self.completed:
+                    assert state == self.completed[task_id], state
+                elif state.status == "completed":
+                    self.completed[task_id] = state
+                else:
+                    assert state.status == "working", state
+            await asyncio.sleep(0.05)
 
 
 async def test_a_rolling_restart_of_the_front_ends_leaves_running_tasks_alone(
@@ -232,11 +244,13 @@ async def test_a_rolling_restart_of_the_front_ends_leaves_running_tasks_alone(
 ) -> None:
     with task_cluster(tmp_path, fresh, drain_seconds=DRAIN_SECONDS) as cluster:
         async with official(cluster.url) as client:
-            tasks = [await create(client, "repeatable") for _ in range(4)]
-            for task_id in tasks:
-                await until(client, task_id, "working", "running in ")
-            stop = asyncio.Event()
-            reader = asyncio.create_task(read_all(client, tasks, stop))
+            # Four run until released after the restart; one ends during it (4 s).
+            waiting = [await create(client, "repeatable") for _ in range(4)]
+            short = await create(client, "steps", {"count": 8, "pause": 0.5})
+            for task_id in [*waiting, short]:
+                await until(client, task_id, "working", "running in " if task_id != short else "")
+            reads = Reads(client, [*waiting, short])
+            reader = asyncio.create_task(reads.run())
             try:
                 for number, front in enumerate(cluster.front_ends, start=1):
                     mark = len(cluster.haproxy_log())
@@ -253,17 +267,21 @@ async def test_a_rolling_restart_of_the_front_ends_leaves_running_tasks_alone(
                     await cluster.wait_haproxy_log(f"Server mcpserve/mcp{number} is UP", after=down)
                     assert not reader.done()
             finally:
-                stop.set()
-                reads = await reader
-            assert reads > len(tasks), reads
+                reads.stop.set()
+                await reader
+            assert reads.count > 5 * 10, reads.count
+            # The short task ended during the restart, and was read so through haproxy.
+            assert list(reads.completed) == [short]
             (tmp_path / "release").touch()
             results = [
                 await follow_task(client.session, task_id, within=FOLLOW_WITHIN)
-                for task_id in tasks
+                for task_id in [*waiting, short]
             ]
-            for ended in results:
-                text = text_of(outcome(ended))
-                assert text == f"done in {ran_in(text, cluster)}"
+        texts = [text_of(outcome(ended)) for ended in results]
+        for text in texts[:-1]:
+            assert text == f"done in {ran_in(text, cluster)}"
+        assert texts[-1] == f"8 steps in {ran_in(texts[-1], cluster)}"
+        assert results[-1] == reads.completed[short]
 
 
 async def test_a_front_end_killed_while_tasks_run_leaves_them_to_the_other(
@@ -274,14 +292,26 @@ async def test_a_front_end_killed_while_tasks_run_leaves_them_to_the_other(
         async with official(first.url) as a:
             tasks = [await create(a, "repeatable") for _ in range(2)]
             stepping = await create(a, "steps", {"count": 4, "pause": 0.5})
+            asking = await create(a, "confirm")
             for task_id in tasks:
                 await until(a, task_id, "working", "running in ")
+            await until(a, asking, "input_required")
             kill(first)
         (tmp_path / "release").touch()
         async with official(second.url) as b:
+            # The question the killed front-end handed out is answered through the other.
+            parked = await get_task(b.session, asking)
+            assert parked.input_requests is not None
+            (key,) = parked.input_requests
+            yes = ElicitResult(action="accept", content={"confirm": True})
+            await update_task(b.session, asking, {key: yes})
             for task_id in tasks:
-                text = text_of(outcome(await follow_task(b.session, task_id, within=FOLLOW_WITHIN)))
+                done = await follow_task(b.session, task_id, within=FOLLOW_WITHIN)
+                text = text_of(outcome(done))
                 assert text == f"done in {ran_in(text, cluster)}"
             stepped = await follow_task(b.session, stepping, within=FOLLOW_WITHIN)
             text = text_of(outcome(stepped))
             assert text == f"4 steps in {ran_in(text, cluster)}"
+            confirmed = await follow_task(b.session, asking, within=FOLLOW_WITHIN)
+            text = text_of(outcome(confirmed))
+            assert text == f"confirmed in {ran_in(text, cluster)}"
