@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,13 +33,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
+import pytest
 
-from cluster import HAPROXY_CFG, _binary, _tail
 from redis_server import RedisServer
 from wire_helpers import ROOT, SERVERS, child_env, free_port, stop_process
 
+HAPROXY_CFG = ROOT / "deploy" / "haproxy.cfg"
+
 APP = SERVERS / "worker_tasks.py"
 START_TIMEOUT = 30.0
+
+
+def _haproxy() -> str:
+    """haproxy's path; the test fails (never skips) when it is not installed."""
+    found = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
+    if found is None:
+        pytest.fail("haproxy is not installed: `apt-get install haproxy`", pytrace=False)
+    return found
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    try:
+        return path.read_text(errors="replace")[-size:]
+    except FileNotFoundError:
+        return "(no log)"
 
 
 def _until(ready: Callable[[], bool], what: str, logs: Callable[[], str]) -> None:
@@ -74,7 +92,7 @@ class Process:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def output(self) -> str:
-        return _tail(self.log, 4000)
+        return _tail(self.log)
 
 
 @dataclass
@@ -145,7 +163,7 @@ class TaskCluster:
         for number, front in enumerate(self.front_ends, start=1):
             env[f"MCPSERVE_BACKEND_{number}"] = f"127.0.0.1:{front.port}"
         env["MCPSERVE_BACKEND_3"] = f"127.0.0.1:{absent.getsockname()[1]}"
-        command = [_binary("haproxy", "haproxy"), "-db", "-f", str(HAPROXY_CFG)]
+        command = [_haproxy(), "-db", "-f", str(HAPROXY_CFG)]
         process, log = self._spawn("haproxy", command, env)
         self.haproxy = Process("haproxy", process, log, port)
         _until(
