@@ -2,7 +2,9 @@
 
 :class:`RedisServer` runs ``redis-server`` on a free 127.0.0.1 port with persistence off
 (``--save "" --appendonly no``), waits (bounded) until it answers ``PING``, and stops it on
-the way out. It can be stopped and started again on the same port, to simulate an outage.
+the way out. It can be stopped (or killed) and started again on the same port and folder, to
+simulate an outage; ``options`` given to it come after those defaults and so override them
+(``("--appendonly", "yes")`` for a server that keeps its data in an append-only file).
 
 redis-server is required, never optional: when it is missing the tests fail, naming the
 Debian package to install.
@@ -15,7 +17,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -58,8 +60,11 @@ def ping(port: int, timeout: float = 1.0) -> bool:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1; :meth:`start` again reuses the port."""
 
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    def __init__(
+        self, directory: Path, port: int | None = None, options: Sequence[str] = ()
+    ) -> None:
         self.binary = redis_server_binary()
+        self.options = tuple(options)
         self.port = port if port is not None else free_port()
         self.directory = directory
         self.log = directory / f"redis-{self.port}.log"
@@ -79,6 +84,7 @@ class RedisServer:
             "--bind", "127.0.0.1",
             "--dir", str(self.directory),
             "--daemonize", "no",
+            *self.options,
         ]  # fmt: skip
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
@@ -108,6 +114,20 @@ class RedisServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(STOP_TIMEOUT)
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would (nothing saved on the way out), and reap it."""
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
+            process.wait(STOP_TIMEOUT)
+
+    def command(self, *words: str) -> bytes:
+        """One command (``SAVE``, ``DBSIZE``), its first reply line, raw (``b"+OK"``)."""
+        line = b"".join(b'"' + word.encode() + b'" ' for word in words).rstrip() + b"\r\n"
+        with socket.create_connection(("127.0.0.1", self.port), timeout=START_TIMEOUT) as sock:
+            sock.sendall(line)
+            return sock.recv(256).split(b"\r\n")[0]
 
     def flush(self) -> None:
         """Empty every database (``FLUSHALL``), so a test starts with nothing shared."""
