@@ -258,10 +258,7 @@ class Tasks:
         it did (:meth:`RunningTask.announce`), by default now."""
         if detailed is None:
             detailed = record.detailed()
-        try:
-            await self.store.save(record)
-        except TaskStoreUnavailable:  # the store logged why; the next change tries again
-            logger.warning("Task %s: its new state could not be saved", record.task_id)
+        await self._save(record)
         if self.publish is not None:
             await self.publish(
                 {
@@ -271,6 +268,28 @@ class Tasks:
                     "task": detailed,
                 }
             )
+
+    async def _save(self, record: TaskRecord) -> None:
+        """Keep the record. While the store is away a state on the way is dropped, since the
+        next change tries again; an end has no next change, so it is tried again until the
+        store is back (Redis restarted, say), for as long as the task's lease would have
+        lasted: past it, the task reads failed anyway. A server that is stopping does not
+        wait."""
+        pause, deadline = 0.1, time.monotonic() + self.lease_seconds
+        while True:
+            try:
+                await self.store.save(record)
+                return
+            except TaskStoreUnavailable:  # the store logged why
+                if (
+                    not record.terminal
+                    or self.runtime.stop_deadline is not None
+                    or time.monotonic() + pause > deadline
+                ):
+                    logger.warning("Task %s: its new state could not be saved", record.task_id)
+                    return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     # -- starting --------------------------------------------------------------------------
 
