@@ -40,7 +40,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -101,19 +101,21 @@ async def run_worker(
         loop.add_signal_handler(signum, stop.set)
     registry = server.registry
     taken: dict[str, str] = {}  # the job of each task this worker runs, by task id
-
-    async def job(raw: str) -> None:
-        await run_job(tasks, registry, raw, taken)
+    detached: set[asyncio.Task[None]] = set()
 
     async with server.running():
         docket = queue.docket
-        docket.register(job, names=[JOB])
         async with Worker(
             docket,
             concurrency=concurrency,
             redelivery_timeout=REDELIVERY_TIMEOUT,
             schedule_automatic_tasks=False,
         ) as worker:
+
+            async def job(raw: str) -> None:
+                await run_detachable(worker, run_job(tasks, registry, raw, taken), detached, stop)
+
+            docket.register(job, names=[JOB])
             taking = asyncio.create_task(worker.run_forever(), name="mcpserve-worker")
             announcing = asyncio.create_task(_ready_once_taking(docket, worker.name, ready))
             stopping = asyncio.create_task(stop.wait())
@@ -122,13 +124,45 @@ async def run_worker(
             announcing.cancel()
             # Cancelled, Docket takes nothing new and waits for the running jobs.
             taking.cancel()
-            await asyncio.wait({taking}, timeout=grace)
-            if not taking.done():
+            _, running = await asyncio.wait({taking, *detached}, timeout=grace)
+            if running:
                 await hand_back(tasks, queue, registry, taken)
                 await tasks.abandon(WORKER_STOPPED)
-                await asyncio.wait({taking}, timeout=grace)
+                await asyncio.wait({taking, *detached}, timeout=grace)
             if taking.done() and not taking.cancelled() and taking.exception() is not None:
                 raise taking.exception()  # type: ignore[misc]
+
+
+async def run_detachable(
+    worker: Any,
+    run: Coroutine[Any, Any, None],
+    detached: set[asyncio.Task[None]],
+    stop: asyncio.Event,
+) -> None:
+    """Docket's job: ``run``, let go of if Docket loses Redis meanwhile. Docket then waits
+    for every job it runs before it takes anything new, and a task may run for hours: the
+    job ends there, and the task goes on in this process, which holds its lease and hears
+    its ``tasks/update`` and ``tasks/cancel`` as before (``stop`` set: a SIGTERM, not Redis,
+    ended Docket's session; the job stays). Docket acknowledges the job once Redis is back,
+    or gives it again; a job given again for a task this worker runs is dropped
+    (``run_job``)."""
+    # Docket's session on one connection, which stops when Redis fails. Not its public API:
+    # without it, a job is never let go of, as before.
+    session_ended = getattr(getattr(worker, "_processing_session", None), "stopping", None)
+    task = asyncio.create_task(run)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.25)
+            if isinstance(session_ended, asyncio.Event) and session_ended.is_set():
+                if not task.done() and not stop.is_set():
+                    detached.add(task)
+                    task.add_done_callback(detached.discard)
+                    return
+                break
+        await task
+    except asyncio.CancelledError:  # cancelled by Docket (its cancel, or a stop)
+        task.cancel()
+        raise
 
 
 async def _ready_once_taking(docket: Docket, name: str, ready: Callable[[], None]) -> None:
@@ -184,6 +218,8 @@ async def run_job(
     tool = registry.tool(job["tool"])
     retries = tool.retries if isinstance(tool, TaskTool) else 0
     until = time.time() + tasks.lease_seconds
+    if job["taskId"] in tasks.running:
+        return  # given again, while it runs here (``run_detachable``)
     record = await tasks.store.claim(job["taskId"], tasks.instance, until, retries)
     if record is None or record.terminal:
         return  # expired, or cancelled while it waited
