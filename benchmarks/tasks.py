@@ -1,9 +1,11 @@
-"""Tasks: what running a tool as a task costs, on each store, next to a plain ``tools/call``.
+"""Tasks: what running a tool as a task costs, on each store and on workers.
 
 mcpserve only: neither the official SDK (it defers the tasks extension) nor FastMCP (its
-task package no longer installs with FastMCP 4) can run it. In process, through
-``server.handle`` (the dispatcher every transport uses, without a transport), strictly
-sequential awaited calls after a warm-up:
+task package no longer installs with FastMCP 4) can run it. Two parts, both by default
+(``--only stores`` or ``--only workers`` for one).
+
+**stores**: in process, through ``server.handle`` (the dispatcher every transport uses,
+without a transport), strictly sequential awaited calls after a warm-up:
 
 * **plain**: ``tools/call echo`` answered at once (the in-process figure of the suite);
 * **task round trip**: ``tools/call`` of a task tool (a ``CreateTaskResult``), then
@@ -11,13 +13,26 @@ sequential awaited calls after a warm-up:
 * **tasks/get**: reading a completed task: median and p99 latency.
 
 For each store: ``memory://``, ``sqlite:///`` on a temporary file, ``redis://`` on a
-throwaway redis-server (persistence off) on 127.0.0.1. Run it in the mcpserve venv
-(``run.py`` builds it)::
+throwaway redis-server (persistence off) on 127.0.0.1.
 
-    benchmarks/.venvs/mcpserve/bin/python benchmarks/tasks.py [--duration 3]
+**workers**: what users deploy, over real HTTP: a front-end whose task tools run on two
+``mcpserve worker`` processes, next to the same front-end running them itself, both on the
+same throwaway redis-server: ``--tasks`` tasks created by ``--concurrency`` callers and
+followed to completion, twice, with ``tasks/get`` latency and every process's RSS
+(``tasks_workers.py`` says exactly how).
 
-It prints a Markdown table and writes ``results/tasks.json``. It is not part of
-``run.py``'s phases: its figures are absolute costs of one framework, not ratios.
+The stores part runs in the mcpserve venv (``run.py`` builds it)::
+
+    benchmarks/.venvs/mcpserve/bin/python benchmarks/tasks.py --only stores [--duration 3]
+
+the workers part needs the ``workers`` extra too (``pip install -e ".[workers]"``; the
+project's dev venv has it)::
+
+    .venv/bin/python benchmarks/tasks.py [--tasks 1000] [--concurrency 16]
+
+It prints Markdown tables and writes ``results/tasks.json`` (server logs of the workers
+part in ``results/logs/``). It is not part of ``run.py``'s phases: its figures are absolute
+costs of one framework, not ratios to others.
 """
 
 from __future__ import annotations
@@ -42,8 +57,8 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
 }
-PLAIN = {"io.modelcontextprotocol/clientCapabilities": {}}
-WITH_TASKS = {
+PLAIN: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {}}
+WITH_TASKS: dict[str, Any] = {
     "io.modelcontextprotocol/clientCapabilities": {
         "extensions": {"io.modelcontextprotocol/tasks": {}}
     }
@@ -169,22 +184,14 @@ def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], int]:
     raise RuntimeError("redis-server did not answer PING within 10 s")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--duration", type=float, default=3.0, help="seconds per figure")
-    args = parser.parse_args()
-    os.environ.pop("MCPSERVE_TASK_STORE", None)
-    os.environ.pop("MCPSERVE_REDIS_URL", None)
-    rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        redis, port = start_redis(Path(scratch))
-        try:
-            for store in ("memory://", f"sqlite:///{scratch}/tasks.db",
-                          f"redis://127.0.0.1:{port}/0"):  # fmt: skip
-                rows.append(asyncio.run(measure(store, args.duration)))
-        finally:
-            redis.terminate()
-            redis.wait(10)
+def flush_redis(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"FLUSHALL\r\n")
+        if not sock.recv(16).startswith(b"+OK"):
+            raise RuntimeError("redis-server refused FLUSHALL")
+
+
+def stores_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| store | plain tools/call: calls/s (µs CPU) | task created and completed: tasks/s "
         "(µs CPU) | tasks/get p50 / p99 µs |",
@@ -196,10 +203,71 @@ def main() -> None:
             f"{row['tasks_per_s']:,.0f} ({row['task_cpu_us']:.0f}) | "
             f"{row['get_p50_us']:.0f} / {row['get_p99_us']:.0f} |"
         )
-    print("\n".join(lines))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--only", choices=("stores", "workers"), help="run one part only")
+    parser.add_argument(
+        "--duration", type=float, default=3.0, help="stores: seconds per figure (default 3)"
+    )
+    parser.add_argument(
+        "--tasks", type=int, default=1000, help="workers: tasks per batch (default 1000)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="workers: concurrent callers (default 16)"
+    )
+    parser.add_argument(
+        "--worker-concurrency",
+        type=int,
+        default=10,
+        help="workers: each worker's --concurrency (default 10, mcpserve worker's own)",
+    )
+    args = parser.parse_args()
+    if min(args.tasks, args.concurrency, args.worker_concurrency) < 1:
+        parser.error("--tasks, --concurrency and --worker-concurrency must be at least 1")
+    parts = [args.only] if args.only else ["stores", "workers"]
+    if "workers" in parts:
+        try:
+            import docket  # noqa: F401  (the engine `mcpserve worker` runs on)
+        except ImportError:
+            raise SystemExit(
+                "The workers part needs mcpserve's `workers` extra: run it with the dev venv "
+                '(.venv/bin/python) or `pip install -e ".[workers]"`, or pass --only stores.'
+            ) from None
+    os.environ.pop("MCPSERVE_TASK_STORE", None)
+    os.environ.pop("MCPSERVE_REDIS_URL", None)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        redis, port = start_redis(Path(scratch))
+        try:
+            if "stores" in parts:
+                rows = []
+                for store in ("memory://", f"sqlite:///{scratch}/tasks.db",
+                              f"redis://127.0.0.1:{port}/0"):  # fmt: skip
+                    rows.append(asyncio.run(measure(store, args.duration)))
+                results["stores"] = rows
+                print(stores_table(rows), flush=True)
+            if "workers" in parts:
+                from tasks_workers import run, table
+
+                url = f"redis://127.0.0.1:{port}/0"
+                results["workers"] = run(
+                    url,
+                    lambda: flush_redis(port),
+                    tasks=args.tasks,
+                    concurrency=args.concurrency,
+                    worker_concurrency=args.worker_concurrency,
+                    logs=HERE / "results" / "logs",
+                )
+                print(("\n" if "stores" in parts else "") + table(results["workers"]))
+        finally:
+            redis.terminate()
+            redis.wait(10)
     out = HERE / "results" / "tasks.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2))
+    out.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
