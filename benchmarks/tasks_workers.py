@@ -21,8 +21,8 @@ request in flight each):
    *completed/s* is the batch over the time from the first ``tools/call`` sent to the last
    task's ``lastUpdatedAt`` (the server's clock on the same machine, to the millisecond), so
    how often the callers poll does not round it; the latency of every ``tasks/get`` is kept,
-   by the status it answered, and the CPU each process spent (``/proc``), per task. RSS
-   again;
+   by the status it answered, and the CPU each process spent (``/proc``) while the
+   callers created the tasks and while they followed them, per task. RSS again;
 3. a second batch, the same; RSS again. *Flat* means that the second batch grew no process
    by more than ``FLAT_MIB``;
 4. ``tasks/get`` alone: one caller, one request at a time, ``SAMPLES`` reads spread over
@@ -41,7 +41,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -127,11 +127,15 @@ def percentiles(latencies: list[float]) -> dict[str, float | int | None]:
     }
 
 
-async def batch(callers: list[Caller], count: int, label: str) -> dict[str, Any]:
-    """Create ``count`` tasks with every caller at once, then follow them to ``completed``."""
+async def batch(
+    callers: list[Caller], count: int, label: str, cpu: Callable[[], dict[str, float]]
+) -> dict[str, Any]:
+    """Create ``count`` tasks with every caller at once, then follow them to ``completed``;
+    ``cpu`` reads each process's CPU seconds, before, between and after."""
     texts = [f"{label}-{number}" for number in range(count)]
     task_ids: list[str] = [""] * count
     next_index = iter(range(count))
+    cpu_began = cpu()
     began = time.time()
 
     async def create(caller: Caller) -> None:
@@ -140,6 +144,7 @@ async def batch(callers: list[Caller], count: int, label: str) -> dict[str, Any]
 
     await asyncio.gather(*(create(caller) for caller in callers))
     created = time.time()
+    cpu_created = cpu()
     latencies: dict[str, list[float]] = {}
     finished: list[float] = []
     to_follow = iter(range(count))
@@ -160,6 +165,7 @@ async def batch(callers: list[Caller], count: int, label: str) -> dict[str, Any]
             finished.append(server_time(task["lastUpdatedAt"]))
 
     await asyncio.wait_for(asyncio.gather(*(follow(caller) for caller in callers)), BATCH_TIMEOUT)
+    cpu_followed = cpu()
     return {
         "tasks": count,
         "created_per_s": count / (created - began),
@@ -167,6 +173,13 @@ async def batch(callers: list[Caller], count: int, label: str) -> dict[str, Any]
         "completed_after_s": max(finished) - began,
         "get_while_following": {
             status: percentiles(values) for status, values in latencies.items()
+        },
+        "cpu_ms_per_task": {
+            name: {
+                "creating": (cpu_created[name] - cpu_began[name]) * 1000 / count,
+                "following": (cpu_followed[name] - cpu_created[name]) * 1000 / count,
+            }
+            for name in cpu_began
         },
     }
 
@@ -221,19 +234,6 @@ class Deployment:
         return {name: process.cpu() for name, process in self.processes().items()}
 
 
-async def timed_batch(
-    deployment: Deployment, callers: list[Caller], count: int, label: str
-) -> dict[str, Any]:
-    """:func:`batch`, with the CPU each process spent on it, in ms per task."""
-    before = deployment.cpu()
-    figures = await batch(callers, count, label)
-    after = deployment.cpu()
-    figures["cpu_ms_per_task"] = {
-        name: (after[name] - before[name]) * 1000 / count for name in before
-    }
-    return figures
-
-
 def wait_ready(worker: Server, log: Path) -> None:
     deadline = time.monotonic() + READY_TIMEOUT
     while b"worker ready" not in log.read_bytes():
@@ -277,11 +277,11 @@ def deploy(mode: str, redis_url: str, logs: Path, worker_concurrency: int) -> It
 async def measure(deployment: Deployment, tasks: int, concurrency: int) -> dict[str, Any]:
     callers = [Caller(deployment.port) for _ in range(concurrency)]
     try:
-        await batch(callers, min(tasks, 200), "warm-up")
+        await batch(callers, min(tasks, 200), "warm-up", deployment.cpu)
         rss = {"before": deployment.rss()}
-        first = await timed_batch(deployment, callers, tasks, "first")
+        first = await batch(callers, tasks, "first", deployment.cpu)
         rss["after first batch"] = deployment.rss()
-        second = await timed_batch(deployment, callers, tasks, "second")
+        second = await batch(callers, tasks, "second", deployment.cpu)
         rss["after second batch"] = deployment.rss()
         completed = [await callers[0].create("echo_task", {"text": "read"}) for _ in range(4)]
         for task_id in completed:
@@ -350,14 +350,17 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         "| mode | created/s | completed/s | tasks/get p50 / p99 ms alone: running "
         "| alone: completed | 2nd batch, following: working | following: completed "
-        "| CPU ms per task (2nd batch) | RSS MiB before → 1st → 2nd batch "
+        "| 2nd batch, CPU ms per task: creating / following | RSS MiB before → 1st → 2nd batch "
         "| flat (2nd batch's growth) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode, figures in result["modes"].items():
         second = figures["batches"][-1]  # warm, and the batch memory is judged on
         following = second["get_while_following"]
-        cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in second["cpu_ms_per_task"].items())
+        cpu = "; ".join(
+            f"{name} {ms['creating']:.2f} / {ms['following']:.2f}"
+            for name, ms in second["cpu_ms_per_task"].items()
+        )
         empty = {"p50_ms": None}
         rss = figures["rss_mib"]
         sizes = "; ".join(
