@@ -6,7 +6,8 @@ task store and the bus in both):
 * **in process**: one front-end over HTTP (``server.run("http")``, the README's path), no
   task queue: it runs each task itself;
 * **workers**: the same front-end with ``MCPSERVE_TASK_QUEUE`` on that Redis, and two
-  ``mcpserve worker`` processes (``--concurrency`` 10, the default) that run the tasks.
+  ``mcpserve worker`` processes that run the tasks (``--concurrency`` from the benchmark's
+  ``--worker-concurrency``: 10, the command's own default, unless told otherwise).
 
 Each deployment gets the same load from this process, over real HTTP, as 2026-07-28
 clients declaring the tasks extension (``concurrency`` callers, one connection and one
