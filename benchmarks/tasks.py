@@ -224,7 +224,15 @@ def main() -> None:
         default=10,
         help="workers: each worker's --concurrency (default 10, mcpserve worker's own)",
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="CHECKOUT",
+        help="workers: also run workers on another checkout's src/ (an A/B of the worker path)",
+    )
     args = parser.parse_args()
+    if args.compare is not None and not (args.compare / "src" / "mcpserve").is_dir():
+        parser.error(f"--compare: {args.compare} is not a checkout of mcpserve (no src/mcpserve)")
     if min(args.tasks, args.concurrency, args.worker_concurrency) < 1:
         parser.error("--tasks, --concurrency and --worker-concurrency must be at least 1")
     parts = [args.only] if args.only else ["stores", "workers"]
@@ -260,6 +268,7 @@ def main() -> None:
                     concurrency=args.concurrency,
                     worker_concurrency=args.worker_concurrency,
                     logs=HERE / "results" / "logs",
+                    compare=args.compare,
                 )
                 print(("\n" if "stores" in parts else "") + table(results["workers"]))
         finally:

@@ -245,11 +245,16 @@ def wait_ready(worker: Server, log: Path) -> None:
 
 
 @contextlib.contextmanager
-def deploy(mode: str, redis_url: str, logs: Path, worker_concurrency: int) -> Iterator[Deployment]:
-    """The front-end (and in mode ``workers`` two workers) started; all stopped on exit."""
+def deploy(
+    mode: str, redis_url: str, logs: Path, worker_concurrency: int, src: Path | None = None
+) -> Iterator[Deployment]:
+    """The front-end (and in a ``workers`` mode two workers) started, their mcpserve loaded
+    from ``src`` when given (an A/B run); all stopped on exit."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("MCPSERVE_")}
     env["MCPSERVE_REDIS_URL"] = redis_url
-    if mode == "workers":
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    if mode.startswith("workers"):
         env["MCPSERVE_TASK_QUEUE"] = redis_url
     port = free_port()
     started: list[Server] = []
@@ -260,7 +265,7 @@ def deploy(mode: str, redis_url: str, logs: Path, worker_concurrency: int) -> It
         started.append(front)
         front.wait_http(port, READY_TIMEOUT)
         workers = []
-        for number in range(1, WORKERS + 1 if mode == "workers" else 1):
+        for number in range(1, WORKERS + 1 if mode.startswith("workers") else 1):
             log = logs / f"tasks-{mode}-worker-{number}.log"
             log.write_bytes(b"")
             worker = Server([sys.executable, "-m", "mcpserve", "worker", str(APP),
@@ -318,13 +323,20 @@ def run(
     concurrency: int,
     worker_concurrency: int,
     logs: Path,
+    compare: Path | None = None,
 ) -> dict[str, Any]:
-    """Both modes, in process first; ``flush`` empties the Redis between them."""
+    """Both modes, in process first; ``flush`` empties the Redis between them. With
+    ``compare`` (another checkout of mcpserve), workers running that checkout's code come
+    last, for an A/B of a change to the worker path in the same run."""
     logs.mkdir(parents=True, exist_ok=True)
     modes: dict[str, Any] = {}
-    for mode in ("in process", "workers"):
+    runs: list[tuple[str, Path | None]] = [("in process", None), ("workers", None)]
+    if compare is not None:
+        runs.append((f"workers ({compare.name})", compare / "src"))
+    for mode, src in runs:
         flush()
-        with deploy(mode.replace(" ", "-"), redis_url, logs, worker_concurrency) as deployment:
+        name = mode.split(" (")[0].replace(" ", "-") + ("-compared" if src else "")
+        with deploy(name, redis_url, logs, worker_concurrency, src) as deployment:
             modes[mode] = asyncio.run(measure(deployment, tasks, concurrency))
     inside, workers = modes["in process"], modes["workers"]
     ratios = {
