@@ -42,7 +42,12 @@ pytestmark = [pytest.mark.subprocess, pytest.mark.redis]
 
 APP = SERVERS / "worker_tasks.py"
 TASKS = "io.modelcontextprotocol/tasks"
-CAPABILITIES = {"elicitation": {"form": {}}, "extensions": {TASKS: {}}}
+CAPABILITIES = {
+    "elicitation": {"form": {}},
+    "sampling": {},
+    "roots": {},
+    "extensions": {TASKS: {}},
+}
 READY_TIMEOUT = 30.0
 TERMINAL = ("completed", "failed", "cancelled")
 #: A task whose worker is lost leaves `working` within this (docs/tasks.md, "On workers").
@@ -184,7 +189,7 @@ async def test_a_task_reads_queued_until_a_worker_takes_it_and_runs_it(
         ran = done["result"]["structuredContent"]
         assert ran["pid"] == running.pid != front.pid
         assert ran["principal"] == "alice"  # the caller's principal, bound on the worker
-        assert ran["capabilities"] == ["elicitation", "extensions"]
+        assert ran["capabilities"] == ["elicitation", "extensions", "roots", "sampling"]
         assert "statusMessage" not in done
 
 
@@ -265,6 +270,56 @@ async def test_a_question_on_the_worker_is_answered_through_the_front_end(
             done = await alice.until(task_id, "completed")
             text = f"confirmed in {running.pid}"
             assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+async def test_sampling_and_roots_asked_on_the_worker_are_answered_through_the_front_end(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "Paris."},
+               "model": "test-model", "stopReason": "endTurn"}  # fmt: skip
+    roots = {"roots": [{"uri": "file:///work", "name": "work"}]}
+    async with front_end(tmp_path, fresh) as (_, alice):
+        with worker(tmp_path, fresh) as running:
+            task_id = await alice.create("consult")
+            answers = {"sampling/createMessage": sampled, "roots/list": roots}
+            asked: dict[str, str] = {}  # key -> method, in the order asked
+            while (task := await alice.until(task_id, "input_required", "completed"))[
+                "status"
+            ] == "input_required":
+                (key,) = task["inputRequests"]
+                if key in asked:  # answered; the worker has not taken the answer in yet
+                    await asyncio.sleep(0.02)
+                    continue
+                asked[key] = task["inputRequests"][key]["method"]
+                answer = {key: answers[asked[key]]}
+                await alice.send("tasks/update", {"taskId": task_id, "inputResponses": answer})
+            done = task
+    assert list(asked.values()) == ["sampling/createMessage", "roots/list"]
+    text = f"Paris. ['file:///work'] in {running.pid}"
+    assert done["result"]["content"] == [{"type": "text", "text": text}]
+
+
+async def test_a_tasks_life_and_result_limit_hold_on_a_worker(
+    tmp_path: Path, fresh: RedisServer
+) -> None:
+    limits = {"MCPSERVE_TEST_TASK_TTL": "3", "MCPSERVE_TEST_MAX_RESULT_BYTES": "1000"}
+    async with front_end(tmp_path, fresh, **limits) as (_, alice):
+        with worker(tmp_path, fresh, env=limits):
+            small = await alice.create("sized", {"size": 10})
+            large = await alice.create("sized", {"size": 2000})
+            done = await alice.until(small, "completed")
+            failed = await alice.until(large, "failed")
+            assert done["result"]["content"] == [{"type": "text", "text": "x" * 10}]
+            message = "The task's result is larger than 1000 bytes"
+            assert failed["error"] == {"code": -32603, "message": message}
+            assert done["ttlMs"] == 3000
+            deadline = time.monotonic() + 3.0 + TIMEOUT
+            while (
+                "error" not in (reply := await alice.send("tasks/get", {"taskId": small})).message
+            ):
+                assert time.monotonic() < deadline, reply
+                await asyncio.sleep(0.1)
+    assert reply.error["code"] == -32602
 
 
 async def next_event(lines: Any) -> dict[str, Any]:

@@ -8,7 +8,8 @@ ran them; ``until_cancelled`` writes what its handler saw of the cancellation to
 ``cancelled-<pid>`` in ``MCPSERVE_TEST_MARKER_DIR``, and ``repeatable`` (``retries=2``) and
 ``repeatable_once`` (``retries=1``) run until a file ``release`` appears there.
 ``MCPSERVE_TEST_QUEUE_TIMEOUT`` sets the server's ``task_queue_timeout`` (300 s, the
-default, without it).
+default, without it), ``MCPSERVE_TEST_TASK_TTL`` its tasks' life in seconds and
+``MCPSERVE_TEST_MAX_RESULT_BYTES`` the largest result a task may keep.
 """
 
 from __future__ import annotations
@@ -117,6 +118,27 @@ async def fickle(ctx: Context) -> str:
     await ctx.elicit("Go ahead?", Confirm, key=f"asked-in-{os.getpid()}")
     await ctx.start_task()
     return "never on a worker"
+
+
+@server.tool(task="optional")
+async def consult(ctx: Context) -> str:
+    """Asks the client's model, then for its roots, inside the task."""
+    reply = await ctx.sample("Capital of France?", max_tokens=20)
+    roots = await ctx.list_roots()
+    return f"{reply.text} {[root.uri for root in roots]} in {os.getpid()}"
+
+
+@server.tool(task="optional")
+async def sized(size: int) -> str:
+    """A result of ``size`` characters."""
+    return "x" * size
+
+
+assert server.tasks is not None  # made by the first task tool
+if "MCPSERVE_TEST_TASK_TTL" in os.environ:  # seconds a task lives (an hour without it)
+    server.tasks.ttl_ms = round(float(os.environ["MCPSERVE_TEST_TASK_TTL"]) * 1000)
+if "MCPSERVE_TEST_MAX_RESULT_BYTES" in os.environ:
+    server.tasks.max_result_bytes = int(os.environ["MCPSERVE_TEST_MAX_RESULT_BYTES"])
 
 
 def who(headers: Any) -> Auth:
