@@ -47,7 +47,7 @@ from wire_helpers import TIMEOUT
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.redis, pytest.mark.balancer]
 
-#: A task whose worker is lost leaves `working` within this (the issue's bound).
+#: A task whose worker is lost leaves `working` within this (docs/tasks.md, "Faults").
 LOST_WITHIN = 60.0
 FOLLOW_WITHIN = 30.0
 DRAIN_SECONDS = 3.0

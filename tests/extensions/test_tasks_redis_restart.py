@@ -11,7 +11,7 @@ Redis is stopped with SIGKILL: a crash, the hard case of "restarted". A ``SHUTDO
 no client either (each sees its connection close) and writes everything out first, so with
 ``appendfsync always`` it keeps exactly what a SIGKILL keeps: every write Redis answered.
 
-Within 60 s of the restart (the issue's bound), with no process restarted:
+Within 60 s of the restart (docs/tasks.md, "Faults"), with no process restarted:
 
 * with an append-only file, every task reads what it would have without the outage: the one
   that ended before, the one whose function returned while Redis was down, the one running
@@ -39,15 +39,15 @@ import httpx2
 import pytest
 
 from redis_server import RedisServer
-from wire_helpers import META, ROOT, SERVERS, TIMEOUT, Reply, child_env, http_server_process, post
+from task_workers import TaskCaller, queue_environment, started_worker
+from wire_helpers import ROOT, SERVERS, TIMEOUT, child_env, http_server_process
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.redis]
 
 APP = SERVERS / "gated_tasks.py"
 TASKS = "io.modelcontextprotocol/tasks"
 CAPABILITIES = {"extensions": {TASKS: {}}}
-READY_TIMEOUT = 30.0
-#: The issue's bound: every in-flight task has its end within this of Redis's restart.
+#: Every in-flight task has its end within this of Redis's restart (docs/tasks.md, Faults).
 SETTLED_WITHIN = 60.0
 #: Seconds Redis stays down ("restarted a few seconds later").
 OUTAGE = 3.0
@@ -56,30 +56,15 @@ AOF = ("--appendonly", "yes", "--appendfsync", "always")
 UNKNOWN_TASK = -32602
 
 
-class Caller:
+class Caller(TaskCaller):
     """alice, calling the front-end in 2026-07-28 with the tasks extension."""
 
     def __init__(self, http: httpx2.AsyncClient) -> None:
-        self.http = http
-        self.ids = iter(range(1, 1_000_000))
+        super().__init__(http, CAPABILITIES)
 
-    async def send(self, method: str, params: dict[str, Any]) -> Reply:
-        meta = {**META, "io.modelcontextprotocol/clientCapabilities": CAPABILITIES}
-        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": method,
-                "params": {**params, "_meta": meta}}  # fmt: skip
-        reply = await post(self.http, body, headers=None)
-        assert reply.status == 200, reply
-        return reply
-
-    async def create(self, name: str) -> str:
-        reply = await self.send("tools/call", {"name": "gated", "arguments": {"name": name}})
-        assert reply.result["resultType"] == "task", reply.result
-        task_id: str = reply.result["taskId"]
-        return task_id
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        task: dict[str, Any] = (await self.send("tasks/get", {"taskId": task_id})).result
-        return task
+    async def gated(self, name: str) -> str:
+        """A task of the ``gated`` tool named ``name``."""
+        return await self.create("gated", {"name": name})
 
     async def until(self, task_id: str, status: str, deadline: float) -> dict[str, Any]:
         """The task once it reads ``status``, by ``deadline`` (monotonic)."""
@@ -121,7 +106,7 @@ class Gates:
 
 
 def environment(redis: RedisServer) -> dict[str, str]:
-    return {"MCPSERVE_TASK_QUEUE": redis.url, "MCPSERVE_REDIS_URL": redis.url}
+    return queue_environment(redis)
 
 
 @contextlib.contextmanager
@@ -140,25 +125,10 @@ def own_redis(tmp_path: Path, *options: str) -> Iterator[RedisServer]:
 @contextlib.contextmanager
 def worker(tmp_path: Path, redis: RedisServer) -> Iterator[subprocess.Popen[bytes]]:
     """``mcpserve worker`` on the test server, two tasks at once, once it said ready."""
-    log = tmp_path / "worker.log"
-    command = [sys.executable, "-m", "mcpserve", "worker", str(APP), "--concurrency", "2"]
     env = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path), **environment(redis))
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while "worker ready" not in log.read_text(errors="replace"):
-            assert process.poll() is None, f"the worker exited early:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"no 'worker ready':\n{log.read_text()}"
-            time.sleep(0.05)
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(TIMEOUT)
+    args = (str(APP), "--concurrency", "2")
+    with started_worker(tmp_path / "worker.log", args, env=env, cwd=ROOT) as running:
+        yield running.process
 
 
 @contextlib.asynccontextmanager
@@ -186,13 +156,13 @@ def result_of(task: dict[str, Any]) -> dict[str, Any]:
 async def tasks_in_flight(alice: Caller, gates: Gates) -> dict[str, str]:
     """One task ended, two running on the worker (its two slots), one queued behind them."""
     gates.open("earlier")
-    ids = {"earlier": await alice.create("earlier")}
+    ids = {"earlier": await alice.gated("earlier")}
     await alice.until(ids["earlier"], "completed", time.monotonic() + TIMEOUT)
     for name in ("during", "across"):
-        ids[name] = await alice.create(name)
+        ids[name] = await alice.gated(name)
         await alice.until_running(ids[name], name)
     gates.open("queued")  # it returns at once, once the worker takes it
-    ids["queued"] = await alice.create("queued")
+    ids["queued"] = await alice.gated("queued")
     await asyncio.sleep(1.0)  # the worker's slots are taken: it stays queued
     queued = await alice.get(ids["queued"])
     assert (queued["status"], queued.get("statusMessage")) == ("working", "queued"), queued
@@ -223,7 +193,7 @@ async def check_every_task_ends_with_its_result(
     assert earlier == {"name": "earlier", "pid": running.pid}
     # A new task runs on the same worker while one from before the outage still runs.
     gates.open("new")
-    new = await alice.until(await alice.create("new"), "completed", deadline)
+    new = await alice.until(await alice.gated("new"), "completed", deadline)
     assert result_of(new) == {"name": "new", "pid": running.pid}
     assert (await alice.get(ids["across"]))["status"] == "working"
     gates.open("across")
@@ -254,7 +224,7 @@ async def test_redis_restarted_from_a_snapshot_forgets_what_came_after_it(
             ids = await tasks_in_flight(alice, gates)
             assert redis.command("SAVE") == b"+OK"
             gates.open("after")
-            after = await alice.create("after")  # written after the snapshot: lost with it
+            after = await alice.gated("after")  # written after the snapshot: lost with it
             restarted = await outage(redis, gates)
             reply = await alice.send("tasks/get", {"taskId": after})
             assert reply.error["code"] == UNKNOWN_TASK, reply.message
@@ -275,12 +245,12 @@ async def test_redis_restarted_without_its_data_forgets_every_task_and_runs_new_
                 reply = await alice.send("tasks/get", {"taskId": task_id})
                 assert reply.error["code"] == UNKNOWN_TASK, (name, reply.message)
             gates.open("new")
-            new = await alice.until(await alice.create("new"), "completed", restarted + 60)
+            new = await alice.until(await alice.gated("new"), "completed", restarted + 60)
             assert result_of(new) == {"name": "new", "pid": running.pid}
             gates.open("across")
             await gates.until_returned("across")  # the function of a forgotten task ends
             gates.open("second")
-            second = await alice.until(await alice.create("second"), "completed", restarted + 60)
+            second = await alice.until(await alice.gated("second"), "completed", restarted + 60)
             assert result_of(second) == {"name": "second", "pid": running.pid}
             # Once each, but for the queued one, whose job went with the data.
             names = [*ids, "new", "second"]
@@ -297,14 +267,14 @@ async def test_a_worker_with_free_slots_takes_new_tasks_while_one_from_before_ru
     # would take nothing new until every job it ran before had ended.
     with own_redis(tmp_path, *AOF) as redis:
         async with deployment(tmp_path, redis) as (front, running, alice, gates):
-            long = await alice.create("long")
+            long = await alice.gated("long")
             await alice.until_running(long, "long")
             redis.kill()
             await asyncio.sleep(OUTAGE)
             redis.start()
             restarted = time.monotonic()
             gates.open("new")
-            new = await alice.until(await alice.create("new"), "completed", restarted + 60)
+            new = await alice.until(await alice.gated("new"), "completed", restarted + 60)
             assert result_of(new) == {"name": "new", "pid": running.pid}
             # Past Docket's redelivery of the job it let go of (15 s unrenewed, then its
             # sweep): given again, it is not run a second time beside the first.

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,15 @@ import httpx2
 import pytest
 
 from redis_server import RedisServer
+from task_workers import TaskCaller, Worker, queue_environment, started_worker
 from wire_helpers import (
     META,
     ROOT,
     SERVERS,
     TIMEOUT,
-    Reply,
     child_env,
     default_headers,
     http_server_process,
-    post,
 )
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.redis]
@@ -48,38 +46,17 @@ CAPABILITIES = {
     "roots": {},
     "extensions": {TASKS: {}},
 }
-READY_TIMEOUT = 30.0
 TERMINAL = ("completed", "failed", "cancelled")
 #: A task whose worker is lost leaves `working` within this (docs/tasks.md, "On workers").
 LOST_WITHIN = 60.0
 
 
-class Caller:
+class Caller(TaskCaller):
     """One caller (``x-user``) of the front-end, speaking 2026-07-28 with the extension."""
 
     def __init__(self, http: httpx2.AsyncClient, user: str) -> None:
-        self.http = http
+        super().__init__(http, CAPABILITIES)
         self.user = user
-        self.ids = iter(range(1, 1_000_000))
-
-    async def send(self, method: str, params: dict[str, Any]) -> Reply:
-        meta = {**META, "io.modelcontextprotocol/clientCapabilities": CAPABILITIES}
-        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": method,
-                "params": {**params, "_meta": meta}}  # fmt: skip
-        reply = await post(self.http, body, headers=None)
-        assert reply.status == 200, reply
-        return reply
-
-    async def create(self, tool: str, arguments: dict[str, Any] | None = None) -> str:
-        reply = await self.send("tools/call", {"name": tool, "arguments": arguments or {}})
-        assert reply.result["resultType"] == "task", reply.result
-        assert reply.result["status"] == "working", reply.result
-        task_id: str = reply.result["taskId"]
-        return task_id
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        task: dict[str, Any] = (await self.send("tasks/get", {"taskId": task_id})).result
-        return task
 
     async def until(self, task_id: str, *statuses: str, within: float = TIMEOUT) -> dict[str, Any]:
         deadline = time.monotonic() + within
@@ -98,21 +75,8 @@ class Caller:
         return task
 
 
-@dataclass
-class Worker:
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
 def environment(redis: RedisServer) -> dict[str, str]:
-    return {"MCPSERVE_TASK_QUEUE": redis.url, "MCPSERVE_REDIS_URL": redis.url}
+    return queue_environment(redis)
 
 
 @contextlib.contextmanager
@@ -126,35 +90,15 @@ def worker(
     """``mcpserve worker`` on the test server, once it said ``worker ready``; with
     ``project``, run in that folder with no TARGET and no Redis in its environment."""
     log = tmp_path / f"worker-{time.monotonic_ns()}.log"
-    command = [sys.executable, "-m", "mcpserve", "worker"]
-    env = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path), **(env or {}))
+    environ = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path), **(env or {}))
     if project is None:
-        command.append(str(APP))
-        env.update(environment(redis))
+        args = (str(APP), *args)
+        environ.update(environment(redis))
     else:
         for name in environment(redis):
-            env.pop(name, None)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, *args],
-            cwd=str(ROOT if project is None else project),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    running = Worker(process, log)
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while "worker ready" not in running.output():
-            assert process.poll() is None, f"the worker exited early:\n{running.output()}"
-            assert time.monotonic() < deadline, f"no 'worker ready':\n{running.output()}"
-            time.sleep(0.05)
-        yield running
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(TIMEOUT)
+            environ.pop(name, None)
+    with started_worker(log, args, env=environ, cwd=ROOT if project is None else project) as w:
+        yield w
 
 
 @contextlib.asynccontextmanager
