@@ -287,3 +287,38 @@ async def test_a_worker_with_free_slots_takes_new_tasks_while_one_from_before_ru
             assert {"long": gates.runs("long"), "new": gates.runs("new")} == {"long": 1, "new": 1}
             assert front.poll() is None
             assert running.poll() is None
+
+
+@pytest.mark.parametrize("tool", ["gated", "gated_again"])
+async def test_a_task_that_ended_after_the_snapshot_runs_again_only_if_safe_to(
+    tmp_path: Path, tool: str
+) -> None:
+    # The snapshot holds the task running on the worker and its job taken; the task then
+    # ends, and Redis comes back from the snapshot: the record reads `working`, held by the
+    # worker, which no longer runs it, and Docket gives the job again.
+    with own_redis(tmp_path) as redis:
+        async with deployment(tmp_path, redis) as (front, running, alice, gates):
+            ended = await alice.create(tool, {"name": "ended"})
+            await alice.until_running(ended, "ended")
+            assert redis.command("SAVE") == b"+OK"
+            gates.open("ended")
+            await alice.until(ended, "completed", time.monotonic() + TIMEOUT)
+            redis.kill()
+            await asyncio.sleep(OUTAGE)
+            redis.start()
+            restarted = time.monotonic()
+            assert (await alice.get(ended))["status"] == "working"  # as the snapshot has it
+            if tool == "gated_again":  # declared safe to run again: it does, and completes
+                again = await alice.until(ended, "completed", restarted + SETTLED_WITHIN)
+                assert result_of(again) == {"name": "ended", "pid": running.pid}
+                assert gates.runs("ended") == 2
+            else:  # not run again
+                failed = await alice.until(ended, "failed", restarted + SETTLED_WITHIN)
+                message = (
+                    "The task's end was lost: the task store came back from a copy made "
+                    "before it ended (Redis restarted from a snapshot)"
+                )
+                assert failed["error"] == {"code": -32603, "message": message}
+                assert gates.runs("ended") == 1
+            assert front.poll() is None
+            assert running.poll() is None

@@ -8,6 +8,7 @@ the same server. Both find the queue in ``MCPSERVE_TASK_QUEUE`` and the shared R
 ``MCPSERVE_TEST_MARKER_DIR``, then writes ``returned-<name>`` there and returns: a test
 opens the gate while Redis is down, and knows when the function has ended, since it cannot
 ask the task store then. Each run adds a line to ``runs-<name>``, so a test counts them.
+``gated_again`` is the same, declared safe to run again (``retries=1``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ server = Server("gated-tasks", version="1.0.0")
 @server.tool(task="optional")
 async def gated(name: str, ctx: Context) -> dict[str, Any]:
     """Waits for the file ``open-<name>``; answers its name and the pid it ran in."""
+    return await gate(name, ctx)
+
+
+@server.tool(task="optional", retries=1)
+async def gated_again(name: str, ctx: Context) -> dict[str, Any]:
+    """As ``gated``, declared safe to run again."""
+    return await gate(name, ctx)
+
+
+async def gate(name: str, ctx: Context) -> dict[str, Any]:
     markers = Path(os.environ["MCPSERVE_TEST_MARKER_DIR"])
     with (markers / f"runs-{name}").open("a") as runs:
         runs.write(f"{os.getpid()}\n")

@@ -11,7 +11,10 @@ shares, and a Docket worker takes jobs off the server's queue (``queue.py``), at
    cancelled while it waited, or expired, is not run. A job that comes again for a task
    another worker holds means Docket gave up on that worker (it stopped renewing its lease
    on the job, SIGKILL say): a tool declared ``retries=n`` runs again from the top here,
-   while it has had at most ``n`` more runs; any other task fails as lost;
+   while it has had at most ``n`` more runs; any other task fails as lost. A job that
+   comes again for a task this worker holds but no longer runs means the store came back
+   from a copy made before the task's end (a Redis snapshot): the same rule, failing it
+   with "The task's end was lost";
 2. builds the call's context again, bound to the caller: the request's ``params`` and
    ``_meta`` (protocol version, client capabilities), and the caller's principal, scopes
    and claims;
@@ -64,6 +67,10 @@ logger = logging.getLogger("mcpserve.tasks")
 
 WORKER_LOST: str = LOST["message"]
 WORKER_STOPPED = "The worker stopped before the task finished"
+END_LOST = (
+    "The task's end was lost: the task store came back from a copy made before it ended "
+    "(Redis restarted from a snapshot)"
+)
 #: How long a job may go unrenewed before Docket gives it to another worker (a live worker
 #: renews its jobs four times as often). Docket's sweep finds such a job at most a quarter
 #: of this (jittered by up to 25 %) later: about 20 s in all, inside the 30 s lease on the
@@ -226,6 +233,21 @@ async def run_job(
     until = time.time() + tasks.lease_seconds
     if job["taskId"] in tasks.running:
         return  # given again, while it runs here (``run_detachable``)
+    held = await tasks.store.get(job["taskId"])
+    # Held by this worker, which does not run it: it ran here and ended, and the store came
+    # back from a copy made before its end (Redis restarted from a snapshot), with its job.
+    # A tool safe to run again is handed back to be taken again; any other must not run.
+    if (
+        held is not None
+        and not held.terminal
+        and held.owner == tasks.instance
+        and (
+            held.attempts > retries
+            or not await tasks.store.release(held.task_id, tasks.instance, None)
+        )
+    ):
+        await RunningTask(tasks, held, {}).finish("failed", error=InternalError(END_LOST))
+        return
     record = await tasks.store.claim(job["taskId"], tasks.instance, until, retries)
     if record is None or record.terminal:
         return  # expired, or cancelled while it waited
