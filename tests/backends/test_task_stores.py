@@ -33,6 +33,7 @@ from mcpserve.backends.redis.tasks import RedisTaskStore
 from mcpserve.backends.sqlite import tasks as sqlite_tasks
 from mcpserve.backends.sqlite.tasks import SQLiteTaskStore
 from mcpserve.extensions.tasks.records import (
+    HOLDER_LOST_AFTER,
     LEASE_EXPIRED,
     MemoryTaskStore,
     TaskRecord,
@@ -405,11 +406,18 @@ async def test_a_task_whose_worker_was_lost_is_taken_over_only_while_it_has_retr
     first = await store.claim(task.task_id, "worker-a", until, 1)
     assert first is not None
     assert (first.owner, first.attempts) == ("worker-a", 1)
-    # worker-a died; its job comes to worker-b: one retry left, so it runs again there.
+    # Its job comes to worker-b while worker-a renewed its lease under HOLDER_LOST_AFTER
+    # ago: worker-a is alive, and keeps it, retries or not.
+    alive = await store.claim(task.task_id, "worker-b", until + HOLDER_LOST_AFTER - 1, 1)
+    assert alive is not None
+    assert (alive.owner, alive.attempts) == ("worker-a", 1)
+    # worker-a died (silent for HOLDER_LOST_AFTER): one retry left, so it runs again there.
+    until += HOLDER_LOST_AFTER
     second = await store.claim(task.task_id, "worker-b", until, 1)
     assert second is not None
     assert (second.owner, second.attempts) == ("worker-b", 2)
     # worker-b died too: no retry left, it stays worker-b's, for the claimer to fail.
+    until += HOLDER_LOST_AFTER
     third = await store.claim(task.task_id, "worker-c", until, 1)
     assert third is not None
     assert (third.owner, third.attempts) == ("worker-b", 2)

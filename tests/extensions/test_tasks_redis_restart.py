@@ -123,11 +123,13 @@ def own_redis(tmp_path: Path, *options: str) -> Iterator[RedisServer]:
 
 
 @contextlib.contextmanager
-def worker(tmp_path: Path, redis: RedisServer) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    tmp_path: Path, redis: RedisServer, log: str = "worker.log"
+) -> Iterator[subprocess.Popen[bytes]]:
     """``mcpserve worker`` on the test server, two tasks at once, once it said ready."""
     env = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path), **environment(redis))
     args = (str(APP), "--concurrency", "2")
-    with started_worker(tmp_path / "worker.log", args, env=env, cwd=ROOT) as running:
+    with started_worker(tmp_path / log, args, env=env, cwd=ROOT) as running:
         yield running.process
 
 
@@ -322,3 +324,28 @@ async def test_a_task_that_ended_after_the_snapshot_runs_again_only_if_safe_to(
                 assert gates.runs("ended") == 1
             assert front.poll() is None
             assert running.poll() is None
+
+
+async def test_a_task_running_across_the_restart_stays_with_its_worker_beside_another(
+    tmp_path: Path,
+) -> None:
+    # Two workers: the job Docket gives again after the outage may reach the other one,
+    # which must not take the task from its worker, alive and running it.
+    with own_redis(tmp_path, *AOF) as redis:
+        async with deployment(tmp_path, redis) as (front, first, alice, gates):
+            long = await alice.gated("long")
+            await alice.until_running(long, "long")
+            with worker(tmp_path, redis, log="second-worker.log") as second:
+                redis.kill()
+                await asyncio.sleep(OUTAGE)
+                redis.start()
+                restarted = time.monotonic()
+                # Past Docket's redelivery of the job the first worker let go of.
+                await asyncio.sleep(max(0.0, restarted + 25 - time.monotonic()))
+                assert (await alice.get(long))["status"] == "working"
+                gates.open("long")
+                ended = await alice.until(long, "completed", restarted + 60)
+                assert result_of(ended) == {"name": "long", "pid": first.pid}
+                assert gates.runs("long") == 1
+                assert second.poll() is None
+            assert front.poll() is None

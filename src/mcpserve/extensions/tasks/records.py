@@ -43,6 +43,10 @@ from ...protocol.tasks import TASKS_EXTENSION as TASKS_EXTENSION
 LEASE_EXPIRED: JSONDict = {"code": -32603, "message": "The process running the task stopped"}
 #: The same, for a task a worker had claimed (``worker.py``).
 WORKER_LOST: JSONDict = {"code": -32603, "message": "The worker running the task was lost"}
+#: Seconds without a renewal after which the process holding a task is taken for lost. It
+#: renews every sixth of its lease (5 s, ``runner.py``); Docket gives a lost worker's job to
+#: another no sooner than about 11 s after the worker stopped (``worker.py``).
+HOLDER_LOST_AFTER = 10.0
 
 
 def no_worker(seconds: float) -> JSONDict:
@@ -226,17 +230,26 @@ def renew_lease(record: TaskRecord, owner: str, until: float, now: float) -> boo
     return True
 
 
+def holder_lost(record: TaskRecord, until: float) -> bool:
+    """Whether the process holding the task stopped renewing its lease at least
+    :data:`HOLDER_LOST_AFTER` ago. ``until`` is the lease the asker would take now; every
+    process's lease is as long, so ``until`` less the lease the holder last set is how long
+    ago it set it."""
+    return record.lease_until is None or until - record.lease_until >= HOLDER_LOST_AFTER
+
+
 def claim_lease(record: TaskRecord, owner: str, until: float, now: float, retries: int = 0) -> bool:
     """Give the task to ``owner`` until ``until`` and count the attempt; True when the
     record changed. A queued task (held by nobody) is taken, its ``queued`` status message
-    cleared. One held by another process is taken over only while it has ``retries`` left
-    (its worker was lost, and the function is safe to run again); otherwise, or once it
-    ended, it is left alone, and the caller reads who holds it from the record."""
+    cleared. One held by another process is taken over only when that process is lost
+    (:func:`holder_lost`) and the task has ``retries`` left (the function is safe to run
+    again); otherwise, or once it ended, it is left alone, and the caller reads who holds it
+    from the record."""
     if expire_lease(record, now):
         return True
     if record.terminal or record.owner == owner:
         return False
-    if record.owner is not None and record.attempts > retries:
+    if record.owner is not None and (record.attempts > retries or not holder_lost(record, until)):
         return False
     record.owner = owner
     record.lease_until = until

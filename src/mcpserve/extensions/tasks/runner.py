@@ -22,7 +22,6 @@ asyncio task; it ends ``cancelled`` unless it had already finished.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import os
@@ -423,13 +422,20 @@ class Tasks:
         return None
 
     async def _renew(self) -> None:
-        """While functions run here, renew their leases: a process that dies stops
-        renewing, and its tasks read as failed once their leases pass (``tasks.py``)."""
+        """While functions run here, renew their leases every sixth of a lease: a process
+        that dies stops renewing, and its tasks read as failed once their leases pass, or
+        are taken over by a worker once it has been silent for ``HOLDER_LOST_AFTER``
+        (``records.py``). After a failure (the store away) it tries again within a second,
+        so that a holder back from an outage reads as alive again at once."""
+        pause = every = self.lease_seconds / 6
         while self.running:
-            await asyncio.sleep(self.lease_seconds / 3)
+            await asyncio.sleep(pause)
             until = time.time() + self.lease_seconds
-            with contextlib.suppress(TaskStoreUnavailable):  # logged; the next round retries
+            try:
                 await self.store.renew(list(self.running), self.instance, until)
+                pause = every
+            except TaskStoreUnavailable:  # logged by the store
+                pause = min(every, 1.0)
 
     def control(self, event: JSONDict) -> None:
         """A bus event: an update or cancel, sent by the process that received it, for a

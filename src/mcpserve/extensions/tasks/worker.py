@@ -10,8 +10,11 @@ shares, and a Docket worker takes jobs off the server's queue (``queue.py``), at
    reads failed once the lease passes, as a process running a task in process does. A task
    cancelled while it waited, or expired, is not run. A job that comes again for a task
    another worker holds means Docket gave up on that worker (it stopped renewing its lease
-   on the job, SIGKILL say): a tool declared ``retries=n`` runs again from the top here,
-   while it has had at most ``n`` more runs; any other task fails as lost. A job that
+   on the job, SIGKILL say): if that worker has stopped renewing the task's lease too
+   (``holder_lost``), a tool declared ``retries=n`` runs again from the top here, while it
+   has had at most ``n`` more runs, and any other task fails as lost; if it still renews
+   it (it let the job go when Docket lost Redis, ``run_detachable``), the job is dropped
+   and the task left to it. A job that
    comes again for a task this worker holds but no longer runs means the store came back
    from a copy made before the task's end (a Redis snapshot): the same rule, failing it
    with "The task's end was lost";
@@ -54,7 +57,7 @@ from ...protocol.errors import InternalError
 from ...protocol.meta import read_meta
 from .queue import JOB, TaskQueue, parsed_job
 from .records import WORKER_LOST as LOST
-from .records import TaskStoreUnavailable
+from .records import TaskStoreUnavailable, holder_lost
 from .runner import RunningTask, TaskContext, Tasks, TaskTool
 
 if TYPE_CHECKING:
@@ -251,7 +254,11 @@ async def run_job(
     record = await tasks.store.claim(job["taskId"], tasks.instance, until, retries)
     if record is None or record.terminal:
         return  # expired, or cancelled while it waited
-    if record.owner != tasks.instance:  # its worker was lost, and it is not safe to repeat
+    if record.owner != tasks.instance:
+        if not holder_lost(record, until):  # given again, while its worker runs it
+            logger.info("Task %s: its job came again while its worker runs it", record.task_id)
+            return
+        # Its worker was lost, and it is not safe to run again.
         await RunningTask(tasks, record, {}).finish("failed", error=InternalError(WORKER_LOST))
         return
     params = job["params"]
