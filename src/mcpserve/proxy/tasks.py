@@ -34,7 +34,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from .._types import JSONDict, JSONValue
-from ..extensions.tasks.runner import RunningTask, TaskMode, Tasks, TaskStart, running_task_of
+from ..extensions.tasks.runner import TaskMode, Tasks, TaskStart
+from ..extensions.tasks.running import RunningTask, running_task_of
 from ..protocol.errors import MCPError
 from ..server.context.context import Context
 from ..server.context.rounds import MISSING, required_capabilities

@@ -172,7 +172,7 @@ class Subscriptions:
         self.on_stop: set[Callable[[], None]] = set()
         self.overflows = 0
         #: Which of the requested task ids a caller may hear of (set with the tasks
-        #: extension, ``task_runner.py``): ``await task_ids(ctx, requested)``.
+        #: extension, ``extensions/tasks/methods.py``): ``await task_ids(ctx, requested)``.
         self.task_ids: Callable[[Context, list[Any]], Awaitable[list[str]]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = asyncio.Lock()

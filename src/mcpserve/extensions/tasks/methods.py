@@ -20,7 +20,8 @@ from ..._types import Result
 from ...protocol.errors import InternalError, InvalidParams, MissingClientCapability
 from ...server.context.context import Context
 from .records import TASKS_EXTENSION, TaskRecord, TaskStoreUnavailable
-from .runner import CONTROL_EVENT, REQUIRED_EXTENSION, STORE_UNAVAILABLE, RunningTask, Tasks
+from .runner import CONTROL_EVENT, REQUIRED_EXTENSION, STORE_UNAVAILABLE, Tasks
+from .running import RunningTask
 
 
 class TaskMethods:

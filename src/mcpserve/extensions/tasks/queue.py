@@ -43,7 +43,7 @@ from ..._types import JSONDict, Result
 from ...protocol.errors import InternalError
 from ...server.context.context import Context
 from .records import TaskRecord
-from .runner import RunningTask
+from .running import RunningTask
 
 if TYPE_CHECKING:
     from docket import Docket

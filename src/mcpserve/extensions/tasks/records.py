@@ -22,7 +22,7 @@ and outlive the process; the rules every store applies live here, once:
   it fails it, saying that no worker took it, so this holds with no worker at all.
 * terminal states never change, and a save never touches the lease (:func:`saved_state`).
 
-The running side (the handler, its questions, cancellation) is ``task_runner.py``.
+The running side (the handler, its questions, cancellation) is ``runner.py`` and ``running.py``.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ from ...protocol.meta import read_meta
 from .queue import JOB, TaskQueue, parsed_job
 from .records import WORKER_LOST as LOST
 from .records import TaskStoreUnavailable, holder_lost
-from .runner import RunningTask, TaskContext, Tasks, TaskTool
+from .runner import TaskContext, Tasks, TaskTool
+from .running import RunningTask
 
 if TYPE_CHECKING:
     from docket import Docket

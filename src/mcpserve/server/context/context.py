@@ -37,7 +37,7 @@ _CLIENT_LOGGER = logging.getLogger("mcpserve.client")
 
 
 class RunningTask(Protocol):
-    """The task a call runs as (the tasks extension's, ``extensions/tasks/runner.py``):
+    """The task a call runs as (the tasks extension's, ``extensions/tasks/running.py``):
     where its questions and progress go instead of the client."""
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]: ...
@@ -84,7 +84,7 @@ class Context(Generic[StateT]):
         "runtime",
     )
 
-    #: The task this call runs as, once it does; a task's context (``task_runner.py``, a
+    #: The task this call runs as, once it does; a task's context (``extensions/tasks/runner.py``, a
     #: subclass with these two as slots) sets them, every other context reads these.
     task: RunningTask | None = None
     #: What :meth:`start_task` does, for a task tool's call.
