@@ -136,6 +136,21 @@ async def test_shutdown_grace_bounds_a_call_that_would_not_finish(tmp_path: Path
     assert "timeout graceful shutdown exceeded" in log, log
 
 
+async def test_the_shutdown_grace_comes_from_the_environment_when_not_given(
+    tmp_path: Path,
+) -> None:
+    """server.run("http") with no shutdown_grace reads MCPSERVE_SHUTDOWN_GRACE (1 s here,
+    not the 20 s default), as ``mcpserve run`` does."""
+    with drain_app(tmp_path, 0.5, env={"MCPSERVE_SHUTDOWN_GRACE": "1"}) as srv:
+        async with client_of(srv) as http:
+            running = asyncio.create_task(post(http, call(1, "slow", {"seconds": 60})))
+            await asyncio.sleep(0.5)
+            srv.process.send_signal(signal.SIGTERM)
+            await exited_within(srv.process, 0.5 + 1 + EXIT_BOUND)
+            assert (await running).status == 503
+    assert "timeout graceful shutdown exceeded" in srv.log.read_text()
+
+
 TASKS = {
     "io.modelcontextprotocol/clientCapabilities": {
         "extensions": {"io.modelcontextprotocol/tasks": {}}

@@ -28,6 +28,7 @@ import errno
 import logging
 import socket
 from collections.abc import Mapping
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from .. import _environment as environment
@@ -147,7 +148,7 @@ def run_http(
     access_log: bool = False,
     proxy_headers: bool = False,
     drain_seconds: float | None = None,
-    shutdown_grace: float | None = DEFAULT_HTTP_SHUTDOWN_GRACE,
+    shutdown_grace: float | EllipsisType | None = ...,
     log_format: str | None = None,
     **app_options: Any,
 ) -> None:
@@ -155,7 +156,8 @@ def run_http(
 
     On SIGTERM ``/readyz`` fails at once, requests are still answered for ``drain_seconds``
     (``$MCPSERVE_DRAIN_SECONDS`` when not given, else 5), then requests still running get
-    ``shutdown_grace`` seconds (None: as long as they take) before they are cancelled.
+    ``shutdown_grace`` seconds (None: as long as they take; ``$MCPSERVE_SHUTDOWN_GRACE``
+    when not given, else 20) before they are cancelled.
 
     uvicorn picks its fast parts by itself (``loop`` and ``http`` "auto": uvloop and
     httptools, which the ``http`` extra installs where the platform has them). The access
@@ -179,6 +181,9 @@ def run_http(
         if drain_seconds is None:
             drain_seconds = seconds_from_environment(environment.DRAIN_SECONDS)
         drain = DEFAULT_DRAIN_SECONDS if drain_seconds is None else drain_seconds
+        if shutdown_grace is ...:
+            grace = seconds_from_environment(environment.SHUTDOWN_GRACE)
+            shutdown_grace = DEFAULT_HTTP_SHUTDOWN_GRACE if grace is None else grace
 
         def load() -> HTTPApp:  # called by uvicorn once it handles the signals itself
             drain_on_exit_signals(endpoint, app.state, drain, shutdown_grace)
