@@ -86,13 +86,14 @@ def worker(
     *args: str,
     project: Path | None = None,
     env: dict[str, str] | None = None,
+    target: str = str(APP),
 ) -> Iterator[Worker]:
-    """``mcpserve worker`` on the test server, once it said ``worker ready``; with
-    ``project``, run in that folder with no TARGET and no Redis in its environment."""
+    """``mcpserve worker`` on ``target`` (the test server), once it said ``worker ready``;
+    with ``project``, run in that folder with no TARGET and no Redis in its environment."""
     log = tmp_path / f"worker-{time.monotonic_ns()}.log"
     environ = child_env(MCPSERVE_TEST_MARKER_DIR=str(tmp_path), **(env or {}))
     if project is None:
-        args = (str(APP), *args)
+        args = (target, *args)
         environ.update(environment(redis))
     else:
         for name in environment(redis):
@@ -128,7 +129,7 @@ async def test_a_task_reads_queued_until_a_worker_takes_it_and_runs_it(
         await asyncio.sleep(0.5)  # no worker yet: nobody runs it
         queued = await alice.get(task_id)
         assert (queued["status"], queued["statusMessage"]) == ("working", "queued")
-        with worker(tmp_path, fresh) as running:
+        with worker(tmp_path, fresh, target=f"{APP}:server") as running:  # file:attribute
             done = await alice.until(task_id, "completed")
         ran = done["result"]["structuredContent"]
         assert ran["pid"] == running.pid != front.pid
