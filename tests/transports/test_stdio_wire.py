@@ -328,6 +328,20 @@ async def test_eof_gives_running_requests_a_grace_period_then_exits_promptly() -
     assert "cancelling 1 request(s)" in proc.stderr.decode()
 
 
+async def test_server_run_stdio_takes_its_grace_from_the_environment() -> None:
+    """server.run("stdio") with no shutdown_grace reads MCPSERVE_SHUTDOWN_GRACE: 0.2 s here,
+    so a 2 s call is cut at EOF, which the 5 s default would have let finish."""
+    async with stdio_server(env={"MCPSERVE_SHUTDOWN_GRACE": "0.2"}) as proc:
+        await proc.send(call(1, "sleepy", {"seconds": 2, "tag": "late"}))
+        proc.close_stdin()
+        started = time.monotonic()
+        rest = await proc.read_rest(within=10)
+        assert await proc.wait(within=10) == 0
+        assert time.monotonic() - started < 1.5
+    assert rest == []
+    assert "cancelling 1 request(s)" in proc.stderr.decode()
+
+
 async def test_last_line_without_newline_is_served_at_eof() -> None:
     async with stdio_server() as proc:
         proc.methods[5] = "tools/call"

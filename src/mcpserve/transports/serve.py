@@ -119,13 +119,18 @@ def run_stdio(
     server: Endpoint | Servable, *, log_format: str | None = None, **options: Any
 ) -> None:
     """Serve over stdio until the client closes it (``stdio.py``): with :func:`run_http`,
-    the one module ``Server.run`` serves from. Nothing of HTTP is loaded."""
+    the one module ``Server.run`` serves from. Nothing of HTTP is loaded. Without a
+    ``shutdown_grace``, ``$MCPSERVE_SHUTDOWN_GRACE`` sets it."""
     from .stdio import run_stdio as serve
 
     if chosen_log_format(log_format) == "json":
         from .._json_logs import configure_json_logs
 
         configure_json_logs()  # on stderr: stdout is the protocol
+    if "shutdown_grace" not in options:
+        grace = seconds_from_environment(environment.SHUTDOWN_GRACE)
+        if grace is not None:
+            options["shutdown_grace"] = grace
     serve(server, **options)
 
 
