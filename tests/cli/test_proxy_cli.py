@@ -31,6 +31,7 @@ from wire_helpers import (
     child_env,
     free_port,
     http_server_process,
+    stop_process,
 )
 
 UPSTREAM = [sys.executable, str(SERVERS / "proxy_upstream.py")]
@@ -79,12 +80,7 @@ def served(*args: str) -> Iterator[str]:
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process)
         if process.stdout is not None:
             process.stdout.close()
 

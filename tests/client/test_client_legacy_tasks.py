@@ -26,7 +26,7 @@ import pytest
 
 import npm_cache
 from mcpserve import Client, TaskCancelled, TaskHandle
-from wire_helpers import SUPPORT, TIMEOUT, free_port
+from wire_helpers import SUPPORT, TIMEOUT, free_port, stop_process
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.node]
 
@@ -75,12 +75,7 @@ def http_url(server_script: Path, tmp_path_factory: pytest.TempPathFactory) -> I
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process)
 
 
 @pytest.fixture(params=["stdio", "http"])

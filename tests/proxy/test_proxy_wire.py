@@ -34,6 +34,7 @@ from wire_helpers import (
     HTTPServerProcess,
     child_env,
     free_port,
+    stop_process,
     wait_for_file,
 )
 
@@ -94,12 +95,7 @@ def http_upstream(markers: Path, port: int | None = None) -> Iterator[HTTPServer
                 time.sleep(0.05)
         yield HTTPServerProcess(f"http://127.0.0.1:{port}/mcp", port, markers, process, log)
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process)
 
 
 @pytest.fixture(scope="module")
